@@ -1,0 +1,132 @@
+// The typed bag of collaborators, built once from Config. Infrastructure is chosen by mode: PostgreSQL +
+// Redis (+ BullMQ) when configured, PGlite + in-process stores otherwise. Tests build it with overrides.
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import type { Config } from './config';
+import { createDb, type Db } from './db/knex';
+import { createLogger, type Logger } from './logger';
+import { createRedis, connectRedis, type Redis } from './stores/redis';
+import { MemoryKeyValueStore, MemoryPubSub, RedisKeyValueStore, RedisPubSub, type KeyValueStore, type PubSub } from './stores/kv';
+import { BullJobQueue, InProcessJobQueue, type JobQueue } from './jobs/queue';
+import { limiterFactory, type LimiterFactory } from './http/rateLimit';
+import { createMeter, type Meter } from './http/meter';
+import { AccountsRepository } from './repositories/accounts';
+import { ApiKeysRepository } from './repositories/apiKeys';
+import { UsageRepository } from './repositories/usage';
+import { AccountsService } from './services/accounts';
+import { QuotaService } from './services/quota';
+
+export interface Clock {
+  now(): Date;
+}
+export const systemClock: Clock = { now: () => new Date() };
+
+/** Start/stop hooks: started in order, stopped in reverse (workers before pools). */
+export class Lifecycle {
+  private readonly starters: Array<{ name: string; fn: () => Promise<void> | void }> = [];
+  private readonly stoppers: Array<{ name: string; fn: () => Promise<void> | void }> = [];
+  onStart(name: string, fn: () => Promise<void> | void) {
+    this.starters.push({ name, fn });
+  }
+  onStop(name: string, fn: () => Promise<void> | void) {
+    this.stoppers.push({ name, fn });
+  }
+  async start() {
+    for (const s of this.starters) await s.fn();
+  }
+  async stop(logger?: Logger) {
+    for (const s of [...this.stoppers].reverse()) {
+      try {
+        await s.fn();
+      } catch (err) {
+        logger?.warn({ err: (err as Error).message, part: s.name }, 'error while stopping');
+      }
+    }
+  }
+}
+
+export interface Deps {
+  config: Config;
+  logger: Logger;
+  clock: Clock;
+  db: Db;
+  redis: Redis | null;
+  kv: KeyValueStore;
+  pubsub: PubSub;
+  jobs: JobQueue;
+  metrics: Registry;
+  limiters: LimiterFactory;
+  meter: Meter;
+  lifecycle: Lifecycle;
+  repos: {
+    accounts: AccountsRepository;
+    apiKeys: ApiKeysRepository;
+    usage: UsageRepository;
+  };
+  services: {
+    accounts: AccountsService;
+    quota: QuotaService;
+  };
+}
+
+export interface DepsOverrides {
+  logger?: Logger;
+  clock?: Clock;
+  /** false for API-only instances whose jobs run in a separate worker process. */
+  runWorkers?: boolean;
+  /** Prefix for Redis keys and queues (tests isolate themselves with it). */
+  redisPrefix?: string;
+}
+
+export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
+  const logger = overrides.logger ?? createLogger(config.logLevel);
+  const clock = overrides.clock ?? systemClock;
+  const prefix = overrides.redisPrefix ?? config.redisPrefix;
+  const lifecycle = new Lifecycle();
+
+  const db = createDb(config, { onConnectionError: (err) => logger.warn({ err: err.message }, 'database connection error') });
+  lifecycle.onStop('database', () => db.destroy());
+
+  let redis: Redis | null = null;
+  let kv: KeyValueStore;
+  let pubsub: PubSub;
+  let jobs: JobQueue;
+  if (config.redisUrl) {
+    redis = createRedis(config.redisUrl, config.dependencyTimeoutMs, logger, 'main');
+    const subscriber = createRedis(config.redisUrl, config.dependencyTimeoutMs, logger, 'subscriber', true);
+    await Promise.all([redis, subscriber].map((c) =>
+      connectRedis(c, config.dependencyTimeoutMs * 2).catch((err) => logger.warn({ err: err.message }, 'redis not reachable at start; will keep retrying')),
+    ));
+    kv = new RedisKeyValueStore(redis, prefix);
+    pubsub = new RedisPubSub(redis, subscriber, prefix);
+    jobs = new BullJobQueue(config.redisUrl, prefix, logger, overrides.runWorkers ?? true);
+    const clients = [redis, subscriber];
+    lifecycle.onStop('redis', async () => {
+      await Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));
+    });
+  } else {
+    kv = new MemoryKeyValueStore();
+    pubsub = new MemoryPubSub();
+    jobs = new InProcessJobQueue(logger);
+  }
+  lifecycle.onStop('pubsub', () => pubsub.close());
+  lifecycle.onStop('jobs', () => jobs.close());
+
+  const metrics = new Registry();
+  collectDefaultMetrics({ register: metrics });
+
+  const repos = {
+    accounts: new AccountsRepository(db),
+    apiKeys: new ApiKeysRepository(db),
+    usage: new UsageRepository(db),
+  };
+  const accounts = new AccountsService(db, repos.accounts, repos.apiKeys, pubsub, config);
+  const quota = new QuotaService(kv, repos.usage, logger, () => clock.now());
+  lifecycle.onStart('accounts', () => accounts.start());
+  lifecycle.onStart('quota', () => quota.start());
+  lifecycle.onStop('quota', () => quota.stop());
+
+  const limiters = limiterFactory(redis, prefix, logger);
+  const meter = createMeter(limiters, quota);
+
+  return { config, logger, clock, db, redis, kv, pubsub, jobs, metrics, limiters, meter, lifecycle, repos, services: { accounts, quota } };
+}

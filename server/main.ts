@@ -1,0 +1,63 @@
+// Boot: loadConfig → create db/redis/stores → prepare the database → createApp(deps) → listen.
+// SIGTERM/SIGINT: stop accepting, let in-flight requests finish, flush write-behind buffers, close pools.
+import type { Server } from 'node:http';
+import { loadConfig, ConfigError } from './config';
+import { createDeps, type Deps } from './deps';
+import { createApp } from './app';
+import { ensureDemoAccount, prepareDatabase } from './bootstrap';
+
+export async function start(): Promise<{ deps: Deps; server: Server }> {
+  const config = loadConfig();
+  const deps = await createDeps(config);
+  await prepareDatabase(deps);
+  const demo = await ensureDemoAccount(deps);
+  await deps.lifecycle.start();
+  const app = createApp(deps);
+  const server = app.listen(config.port, config.host);
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  server.keepAliveTimeout = 65_000; // longer than typical load-balancer idle timeouts
+  deps.logger.info({ port: config.port, mode: config.mode, redis: Boolean(config.redisUrl) }, 'kya identity server listening');
+  if (demo) {
+    const line = '='.repeat(72);
+    process.stdout.write(
+      `\n${line}\n kya demo merchant created (Paid tier). Its API key is shown ONCE:\n\n   ${demo.apiKey}\n\n` +
+        ` Try:  curl -s ${config.publicBaseUrl}/healthz\n${line}\n\n`,
+    );
+  }
+  installShutdown(deps, server);
+  return { deps, server };
+}
+
+function installShutdown(deps: Deps, server: Server) {
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    deps.logger.info({ signal }, 'shutting down');
+    const force = setTimeout(() => {
+      deps.logger.error('shutdown timed out; exiting');
+      process.exit(1);
+    }, deps.config.shutdownTimeoutMs);
+    force.unref();
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeIdleConnections();
+    });
+    await deps.lifecycle.stop(deps.logger);
+    deps.logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+if (require.main === module) {
+  start().catch((err) => {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+    } else {
+      process.stderr.write(`kya failed to start: ${(err as Error).message}\n`);
+    }
+    process.exit(1);
+  });
+}

@@ -1,0 +1,54 @@
+// knex access to `api_keys`: only hashes and display prefixes are stored, never a key.
+import type { Knex } from 'knex';
+import type { AccountRow } from './accounts';
+
+export interface ApiKeyRow {
+  id: string;
+  account_id: string;
+  key_hash: string;
+  prefix: string;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+export class ApiKeysRepository {
+  constructor(private readonly db: Knex) {}
+
+  async insert(input: { accountId: string; keyHash: string; prefix: string }, trx?: Knex.Transaction): Promise<ApiKeyRow> {
+    const [row] = await (trx ?? this.db)('api_keys')
+      .insert({ account_id: input.accountId, key_hash: input.keyHash, prefix: input.prefix })
+      .returning('*');
+    return row;
+  }
+
+  /** The active key with this hash and its account, in one query. */
+  async findActiveByHash(input: { keyHash: string }): Promise<{ key: ApiKeyRow; account: AccountRow } | undefined> {
+    const row = await this.db('api_keys as k')
+      .join('accounts as a', 'a.id', 'k.account_id')
+      .where('k.key_hash', input.keyHash)
+      .whereNull('k.revoked_at')
+      .select(this.db.raw('row_to_json(k.*) as key'), this.db.raw('row_to_json(a.*) as account'))
+      .first();
+    if (!row) return undefined;
+    return { key: reviveDates(row.key), account: reviveDates(row.account) };
+  }
+
+  async listForAccount(input: { accountId: string; activeOnly?: boolean }, trx?: Knex.Transaction): Promise<ApiKeyRow[]> {
+    const q = (trx ?? this.db)('api_keys').where({ account_id: input.accountId }).orderBy('created_at', 'asc');
+    return input.activeOnly ? q.whereNull('revoked_at') : q;
+  }
+
+  async revokeAllForAccount(input: { accountId: string }, trx?: Knex.Transaction): Promise<number> {
+    return (trx ?? this.db)('api_keys')
+      .where({ account_id: input.accountId })
+      .whereNull('revoked_at')
+      .update({ revoked_at: (trx ?? this.db).fn.now() });
+  }
+}
+
+const DATE_FIELDS = /_at$/;
+/** row_to_json returns timestamps as strings; turn `*_at` fields back into Dates like the rest of knex. */
+function reviveDates<T>(row: Record<string, unknown>): T {
+  for (const [k, v] of Object.entries(row)) if (DATE_FIELDS.test(k) && typeof v === 'string') row[k] = new Date(v);
+  return row as T;
+}

@@ -1,0 +1,13 @@
+// Every router of the API, mounted in one place. Routes validate, call a service and shape the response.
+import type { Express } from 'express';
+import type { Deps } from '../deps';
+
+/** Routes that need the raw body (webhook signatures) — mounted before the JSON parser. */
+export function mountRawRoutes(_app: Express, _deps: Deps): void {
+  // (KYC provider webhooks are mounted here.)
+}
+
+/** JSON API and pages. */
+export function mountRoutes(_app: Express, _deps: Deps): void {
+  // (Each resource's router is mounted here.)
+}

@@ -1,0 +1,246 @@
+// Merchant accounts and their API keys: creation, rotation, tier/limit changes, and authentication of a
+// presented key. Authentication is served from an in-process cache keyed by the key's SHA-256; every change
+// to an account or its keys invalidates that cache on every instance (pub/sub) before the call returns.
+import type { Knex } from 'knex';
+import { LRUCache } from 'lru-cache';
+import { ApiError, badRequest } from '../../shared/errors';
+import type { Config, Tier } from '../config';
+import { displayPrefix, newSecret, sha256Hex } from '../crypto';
+import type { AccountRow, AccountsRepository, AccountPatch } from '../repositories/accounts';
+import type { ApiKeysRepository } from '../repositories/apiKeys';
+import type { PubSub } from '../stores/kv';
+
+/** Endpoints an account can have disabled (a disabled endpoint answers 402 payment_required). */
+export const ENDPOINTS = ['assess', 'sessions', 'credentials', 'wallets', 'reputation'] as const;
+export type Endpoint = (typeof ENDPOINTS)[number];
+export const TIERS: readonly Tier[] = ['free', 'paid', 'enterprise'];
+
+export const API_KEY_PREFIX = 'as_live_';
+const INVALIDATE_CHANNEL = 'invalidate:account';
+
+/** What a request knows about its authenticated caller. */
+export interface Principal {
+  accountId: string;
+  keyId: string;
+  name: string;
+  displayName: string;
+  tier: Tier;
+  status: 'active' | 'cancelled';
+  disabledEndpoints: readonly string[];
+  /** null = unlimited. */
+  quota: number | null;
+  /** null = unlimited. */
+  rps: number | null;
+  sanctionsFreshnessDays: number;
+}
+
+export interface AccountView {
+  id: string;
+  name: string;
+  display_name: string | null;
+  tier: Tier;
+  status: string;
+  quota: number | null;
+  rps: number | null;
+  quota_override: number | null;
+  rps_override: number | null;
+  disabled_endpoints: string[];
+  keys: Array<{ id: string; prefix: string; created_at: string; revoked_at: string | null }>;
+  created_at: string;
+}
+
+export class AccountsService {
+  private readonly cache = new LRUCache<string, Principal | false>({ max: 50_000, ttl: 60_000 });
+
+  constructor(
+    private readonly db: Knex,
+    private readonly accounts: AccountsRepository,
+    private readonly keys: ApiKeysRepository,
+    private readonly pubsub: PubSub,
+    private readonly config: Config,
+  ) {}
+
+  /** Subscribes to cross-instance invalidations; call once at start. */
+  async start(): Promise<void> {
+    await this.pubsub.subscribe(INVALIDATE_CHANNEL, (accountId) => this.dropCached(accountId));
+  }
+
+  limitsFor(account: Pick<AccountRow, 'tier' | 'quota_override' | 'rps_override'>): { quota: number | null; rps: number | null } {
+    const base = this.config.tiers[account.tier];
+    // Enterprise is unlimited whatever the overrides say; overrides tune Free and Paid.
+    if (account.tier === 'enterprise') return { quota: null, rps: null };
+    return { quota: account.quota_override ?? base.quota, rps: account.rps_override ?? base.rps };
+  }
+
+  toPrincipal(account: AccountRow, keyId: string): Principal {
+    const limits = this.limitsFor(account);
+    return {
+      accountId: account.id,
+      keyId,
+      name: account.name,
+      displayName: account.display_name ?? account.name,
+      tier: account.tier,
+      status: account.status,
+      disabledEndpoints: account.disabled_endpoints ?? [],
+      quota: limits.quota,
+      rps: limits.rps,
+      sanctionsFreshnessDays: account.sanctions_freshness_days ?? this.config.sanctions.freshnessDays,
+    };
+  }
+
+  /**
+   * Resolves a presented API key. Lookup is by SHA-256 of the key (an index probe, not a comparison of
+   * secrets), so "no such key" and "wrong key" take the same path and produce the same answer.
+   */
+  async authenticate(presented: string): Promise<Principal | null> {
+    if (!presented.startsWith(API_KEY_PREFIX) || presented.length > 128) return null;
+    const hash = sha256Hex(presented);
+    const cached = this.cache.get(hash);
+    if (cached !== undefined) return cached || null;
+    const found = await this.keys.findActiveByHash({ keyHash: hash });
+    const principal = found ? this.toPrincipal(found.account, found.key.id) : null;
+    // Unknown keys are remembered briefly so guessing does not cost a query each time.
+    this.cache.set(hash, principal ?? false, principal ? undefined : { ttl: 5_000 });
+    return principal;
+  }
+
+  async create(input: { name: string; tier: Tier; quota?: number; rps?: number; displayName?: string }): Promise<{ account: AccountView; apiKey: string }> {
+    const problems = [];
+    if (!input.name?.trim()) problems.push({ field: 'name', message: 'name is required' });
+    if (!TIERS.includes(input.tier)) problems.push({ field: 'tier', message: `tier must be one of ${TIERS.join(', ')}` });
+    if (problems.length) throw badRequest(problems);
+    return this.db.transaction(async (trx) => {
+      const account = await this.accounts.insert(
+        {
+          account: {
+            name: input.name.trim(),
+            display_name: input.displayName ?? null,
+            tier: input.tier,
+            quota_override: input.quota ?? null,
+            rps_override: input.rps ?? null,
+          },
+        },
+        trx,
+      );
+      const apiKey = await this.issueKey(account.id, trx);
+      return { account: await this.view(account.id, trx), apiKey };
+    });
+  }
+
+  async list(): Promise<AccountView[]> {
+    const rows = await this.accounts.list({ kind: 'merchant' });
+    return Promise.all(rows.map((r) => this.view(r.id)));
+  }
+
+  async show(id: string): Promise<AccountView> {
+    return this.view(id);
+  }
+
+  /** Replaces every active key with one new key; the old ones stop working immediately, on every instance. */
+  async rotateKey(id: string): Promise<{ account_id: string; api_key: string }> {
+    const apiKey = await this.db.transaction(async (trx) => {
+      await this.mustFind(id, trx, true);
+      await this.keys.revokeAllForAccount({ accountId: id }, trx);
+      return this.issueKey(id, trx);
+    });
+    await this.invalidate(id);
+    return { account_id: id, api_key: apiKey };
+  }
+
+  /** An additional active key (Enterprise only). */
+  async addKey(id: string): Promise<{ account_id: string; api_key: string }> {
+    const apiKey = await this.db.transaction(async (trx) => {
+      const account = await this.mustFind(id, trx, true);
+      if (account.tier !== 'enterprise') {
+        throw new ApiError('conflict', 'Only Enterprise accounts may hold more than one active API key; use rotate-key.');
+      }
+      return this.issueKey(id, trx);
+    });
+    return { account_id: id, api_key: apiKey };
+  }
+
+  async cancel(id: string): Promise<AccountView> {
+    return this.patch(id, { status: 'cancelled', cancelled_at: new Date() });
+  }
+
+  async set(id: string, changes: { displayName?: string; tier?: Tier; quota?: number | null; rps?: number | null; sanctionsFreshnessDays?: number | null }): Promise<AccountView> {
+    const patch: AccountPatch = {};
+    if (changes.displayName !== undefined) patch.display_name = changes.displayName;
+    if (changes.tier !== undefined) {
+      if (!TIERS.includes(changes.tier)) throw badRequest([{ field: 'tier', message: `tier must be one of ${TIERS.join(', ')}` }]);
+      patch.tier = changes.tier;
+    }
+    if (changes.quota !== undefined) patch.quota_override = changes.quota;
+    if (changes.rps !== undefined) patch.rps_override = changes.rps;
+    if (changes.sanctionsFreshnessDays !== undefined) patch.sanctions_freshness_days = changes.sanctionsFreshnessDays;
+    if (Object.keys(patch).length === 0) throw badRequest([{ field: 'changes', message: 'nothing to change' }]);
+    return this.patch(id, patch);
+  }
+
+  async setEndpoint(id: string, endpoint: string, enabled: boolean): Promise<AccountView> {
+    if (!(ENDPOINTS as readonly string[]).includes(endpoint)) {
+      throw badRequest([{ field: 'endpoint', message: `endpoint must be one of ${ENDPOINTS.join(', ')}` }]);
+    }
+    const account = await this.mustFind(id);
+    const disabled = new Set(account.disabled_endpoints);
+    if (enabled) disabled.delete(endpoint);
+    else disabled.add(endpoint);
+    return this.patch(id, { disabled_endpoints: [...disabled].sort() });
+  }
+
+  /** Drops cached principals of this account here and on every other instance. */
+  async invalidate(accountId: string): Promise<void> {
+    this.dropCached(accountId);
+    await this.pubsub.publish(INVALIDATE_CHANNEL, accountId);
+  }
+
+  private dropCached(accountId: string) {
+    for (const [hash, principal] of this.cache.entries()) {
+      if (principal && principal.accountId === accountId) this.cache.delete(hash);
+    }
+  }
+
+  private async patch(id: string, patch: AccountPatch): Promise<AccountView> {
+    await this.mustFind(id);
+    await this.accounts.update({ id, patch });
+    await this.invalidate(id);
+    return this.view(id);
+  }
+
+  private async issueKey(accountId: string, trx: Knex.Transaction): Promise<string> {
+    const apiKey = newSecret(API_KEY_PREFIX, 32);
+    await this.keys.insert({ accountId, keyHash: sha256Hex(apiKey), prefix: displayPrefix(apiKey) }, trx);
+    return apiKey;
+  }
+
+  private async mustFind(id: string, trx?: Knex.Transaction, forUpdate = false): Promise<AccountRow> {
+    const account = /^[0-9a-f-]{36}$/i.test(id) ? await this.accounts.findById({ id, forUpdate }, trx) : undefined;
+    if (!account || account.kind !== 'merchant') throw new ApiError('not_found', `No merchant account ${id}`);
+    return account;
+  }
+
+  private async view(id: string, trx?: Knex.Transaction): Promise<AccountView> {
+    const account = await this.mustFind(id, trx);
+    const keys = await this.keys.listForAccount({ accountId: id }, trx);
+    const limits = this.limitsFor(account);
+    return {
+      id: account.id,
+      name: account.name,
+      display_name: account.display_name,
+      tier: account.tier,
+      status: account.status,
+      quota: limits.quota,
+      rps: limits.rps,
+      quota_override: account.quota_override,
+      rps_override: account.rps_override,
+      disabled_endpoints: account.disabled_endpoints,
+      keys: keys.map((k) => ({
+        id: k.id,
+        prefix: k.prefix,
+        created_at: k.created_at.toISOString(),
+        revoked_at: k.revoked_at ? k.revoked_at.toISOString() : null,
+      })),
+      created_at: account.created_at.toISOString(),
+    };
+  }
+}

@@ -1,0 +1,136 @@
+// Small key-value and pub/sub interfaces with a Redis implementation (production, shared by all instances)
+// and an in-process one (embedded mode). Keys are namespaced with the configured prefix.
+import { EventEmitter } from 'node:events';
+import type { Redis } from './redis';
+
+export interface KeyValueStore {
+  readonly shared: boolean;
+  get(key: string): Promise<string | null>;
+  /** Sets a value; `nx` only when absent. Returns whether it was set. */
+  set(key: string, value: string, ttlMs: number, options?: { nx?: boolean }): Promise<boolean>;
+  /** Atomically increments by `by` and (re)applies the TTL when the key is new. Returns the new value. */
+  incr(key: string, ttlMs: number, by?: number): Promise<number>;
+  /** Increments only when the key exists; null when it does not (e.g. after a Redis restart or FLUSHALL). */
+  incrIfExists(key: string, by?: number): Promise<number | null>;
+  del(key: string): Promise<void>;
+}
+
+export interface PubSub {
+  publish(channel: string, message: string): Promise<void>;
+  subscribe(channel: string, handler: (message: string) => void): Promise<void>;
+  close(): Promise<void>;
+}
+
+const INCR_SCRIPT = `
+local v = redis.call('INCRBY', KEYS[1], ARGV[1])
+if tonumber(v) == tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return v`;
+
+const INCR_IF_EXISTS_SCRIPT = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+return redis.call('INCRBY', KEYS[1], ARGV[1])`;
+
+export class RedisKeyValueStore implements KeyValueStore {
+  readonly shared = true;
+  constructor(private readonly redis: Redis, private readonly prefix: string) {}
+
+  async get(key: string) {
+    return this.redis.get(this.prefix + key);
+  }
+  async set(key: string, value: string, ttlMs: number, options: { nx?: boolean } = {}) {
+    const k = this.prefix + key;
+    const result = options.nx ? await this.redis.set(k, value, 'PX', ttlMs, 'NX') : await this.redis.set(k, value, 'PX', ttlMs);
+    return result === 'OK';
+  }
+  async incr(key: string, ttlMs: number, by = 1) {
+    return Number(await this.redis.eval(INCR_SCRIPT, 1, this.prefix + key, by, ttlMs));
+  }
+  async incrIfExists(key: string, by = 1) {
+    const v = await this.redis.eval(INCR_IF_EXISTS_SCRIPT, 1, this.prefix + key, by);
+    return v === null ? null : Number(v);
+  }
+  async del(key: string) {
+    await this.redis.del(this.prefix + key);
+  }
+}
+
+export class MemoryKeyValueStore implements KeyValueStore {
+  readonly shared = false;
+  private readonly entries = new Map<string, { value: string; expiresAt: number }>();
+  constructor(private readonly now: () => number = Date.now) {}
+
+  private live(key: string) {
+    const entry = this.entries.get(key);
+    if (entry && entry.expiresAt <= this.now()) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+  async get(key: string) {
+    return this.live(key)?.value ?? null;
+  }
+  async set(key: string, value: string, ttlMs: number, options: { nx?: boolean } = {}) {
+    if (options.nx && this.live(key)) return false;
+    this.entries.set(key, { value, expiresAt: this.now() + ttlMs });
+    this.sweep();
+    return true;
+  }
+  async incr(key: string, ttlMs: number, by = 1) {
+    const entry = this.live(key);
+    const value = (entry ? Number(entry.value) : 0) + by;
+    this.entries.set(key, { value: String(value), expiresAt: entry?.expiresAt ?? this.now() + ttlMs });
+    this.sweep();
+    return value;
+  }
+  async incrIfExists(key: string, by = 1) {
+    const entry = this.live(key);
+    if (!entry) return null;
+    entry.value = String(Number(entry.value) + by);
+    return Number(entry.value);
+  }
+  async del(key: string) {
+    this.entries.delete(key);
+  }
+  /** Bounded memory: drop expired entries once the map grows. */
+  private sweep() {
+    if (this.entries.size < 50_000) return;
+    const now = this.now();
+    for (const [k, e] of this.entries) if (e.expiresAt <= now) this.entries.delete(k);
+  }
+}
+
+export class RedisPubSub implements PubSub {
+  private readonly handlers = new Map<string, Array<(m: string) => void>>();
+  constructor(private readonly publisher: Redis, private readonly subscriber: Redis, private readonly prefix: string) {
+    subscriber.on('message', (channel: string, message: string) => {
+      for (const h of this.handlers.get(channel) ?? []) h(message);
+    });
+  }
+  async publish(channel: string, message: string) {
+    await this.publisher.publish(this.prefix + channel, message);
+  }
+  async subscribe(channel: string, handler: (m: string) => void) {
+    const full = this.prefix + channel;
+    const list = this.handlers.get(full) ?? [];
+    list.push(handler);
+    this.handlers.set(full, list);
+    if (list.length === 1) await this.subscriber.subscribe(full);
+  }
+  async close() {
+    this.handlers.clear();
+  }
+}
+
+export class MemoryPubSub implements PubSub {
+  private readonly emitter = new EventEmitter();
+  async publish(channel: string, message: string) {
+    this.emitter.emit(channel, message);
+  }
+  async subscribe(channel: string, handler: (m: string) => void) {
+    this.emitter.on(channel, handler);
+  }
+  async close() {
+    this.emitter.removeAllListeners();
+  }
+}

@@ -1,0 +1,43 @@
+// ioredis clients configured for bounded waits: commands fail fast while disconnected (no offline queue),
+// each command times out, and reconnects are retried every ≤ 500 ms so service resumes within a second.
+import Redis, { RedisOptions } from 'ioredis';
+import type { Logger } from '../logger';
+
+export type { Redis };
+
+/** `subscriber` clients keep an offline queue so SUBSCRIBE issued during a reconnect is not lost. */
+export function createRedis(url: string, timeoutMs: number, logger: Logger, name = 'main', subscriber = false): Redis {
+  const options: RedisOptions = {
+    lazyConnect: true,
+    enableOfflineQueue: subscriber,
+    enableAutoPipelining: true,
+    maxRetriesPerRequest: 0,
+    commandTimeout: timeoutMs,
+    connectTimeout: Math.min(timeoutMs, 1000),
+    retryStrategy: (attempt) => Math.min(50 * attempt, 500),
+    reconnectOnError: () => true,
+  };
+  const client = new Redis(url, options);
+  let warned = false;
+  client.on('error', (err) => {
+    // Never let a connection error kill the process; log once per outage.
+    if (!warned) logger.warn({ err: err.message, client: name }, 'redis connection error');
+    warned = true;
+  });
+  client.on('ready', () => {
+    if (warned) logger.info({ client: name }, 'redis connection restored');
+    warned = false;
+  });
+  return client;
+}
+
+/** Connects and waits for the first ready, bounded by `timeoutMs`. */
+export async function connectRedis(client: Redis, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    client.connect(),
+    new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`redis not reachable within ${timeoutMs} ms`)), timeoutMs);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
