@@ -14,6 +14,10 @@ import { ApiKeysRepository } from './repositories/apiKeys';
 import { UsageRepository } from './repositories/usage';
 import { AccountsService } from './services/accounts';
 import { QuotaService } from './services/quota';
+import { CredentialsRepository } from './repositories/credentials';
+import { SessionsRepository } from './repositories/sessions';
+import { CredentialsService } from './services/credentials';
+import { SessionsService } from './services/sessions';
 
 export interface Clock {
   now(): Date;
@@ -61,10 +65,22 @@ export interface Deps {
     accounts: AccountsRepository;
     apiKeys: ApiKeysRepository;
     usage: UsageRepository;
+    credentials: CredentialsRepository;
+    sessions: SessionsRepository;
+    // [issue 3 assess] repositories
+    // [issue 4 sessions] repositories
+    // [issue 5 credentials] repositories
+    // [issue 7 reputation] repositories
   };
   services: {
     accounts: AccountsService;
     quota: QuotaService;
+    credentials: CredentialsService;
+    sessions: SessionsService;
+    // [issue 3 assess] services
+    // [issue 4 sessions] services
+    // [issue 5 credentials] services
+    // [issue 7 reputation] services
   };
 }
 
@@ -118,6 +134,12 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     accounts: new AccountsRepository(db),
     apiKeys: new ApiKeysRepository(db),
     usage: new UsageRepository(db),
+    credentials: new CredentialsRepository(db),
+    sessions: new SessionsRepository(db),
+    // [issue 3 assess] repositories
+    // [issue 4 sessions] repositories
+    // [issue 5 credentials] repositories
+    // [issue 7 reputation] repositories
   };
   const accounts = new AccountsService(db, repos.accounts, repos.apiKeys, pubsub, config);
   const quota = new QuotaService(kv, repos.usage, logger, () => clock.now());
@@ -125,8 +147,28 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   lifecycle.onStart('quota', () => quota.start());
   lifecycle.onStop('quota', () => quota.stop());
 
+  const now = () => clock.now();
+  const credentials = new CredentialsService(db, repos.credentials, logger, now);
+  lifecycle.onStart('credentials', () => credentials.start());
+  lifecycle.onStop('credentials', () => credentials.stop());
+  const sessions = new SessionsService(db, repos.sessions, config, now);
+  // [issue 4 sessions] services
+  // [issue 5 credentials] services
+  // [issue 3 assess] services
+  // [issue 7 reputation] services
+
   const limiters = limiterFactory(redis, prefix, logger);
   const meter = createMeter(limiters, quota);
 
-  return { config, logger, clock, db, redis, kv, pubsub, jobs, metrics, limiters, meter, lifecycle, repos, services: { accounts, quota } };
+  const services = {
+    accounts,
+    quota,
+    credentials,
+    sessions,
+    // [issue 3 assess] services
+    // [issue 4 sessions] services
+    // [issue 5 credentials] services
+    // [issue 7 reputation] services
+  };
+  return { config, logger, clock, db, redis, kv, pubsub, jobs, metrics, limiters, meter, lifecycle, repos, services };
 }
