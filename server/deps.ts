@@ -18,6 +18,10 @@ import { CredentialsRepository } from './repositories/credentials';
 import { SessionsRepository } from './repositories/sessions';
 import { CredentialsService } from './services/credentials';
 import { SessionsService } from './services/sessions';
+// [issue 5 credentials] imports
+import { CredentialLifecycleService } from './services/credentials';
+import { WalletCapturesRepository } from './repositories/walletCaptures';
+import { WalletCaptureService } from './services/walletCapture';
 
 export interface Clock {
   now(): Date;
@@ -70,6 +74,7 @@ export interface Deps {
     // [issue 3 assess] repositories
     // [issue 4 sessions] repositories
     // [issue 5 credentials] repositories
+    walletCaptures: WalletCapturesRepository;
     // [issue 7 reputation] repositories
   };
   services: {
@@ -80,6 +85,8 @@ export interface Deps {
     // [issue 3 assess] services
     // [issue 4 sessions] services
     // [issue 5 credentials] services
+    credentialLifecycle: CredentialLifecycleService;
+    walletCapture: WalletCaptureService;
     // [issue 7 reputation] services
   };
 }
@@ -139,6 +146,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     // [issue 3 assess] repositories
     // [issue 4 sessions] repositories
     // [issue 5 credentials] repositories
+    walletCaptures: new WalletCapturesRepository(db),
     // [issue 7 reputation] repositories
   };
   const accounts = new AccountsService(db, repos.accounts, repos.apiKeys, pubsub, config);
@@ -154,6 +162,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const sessions = new SessionsService(db, repos.sessions, config, now);
   // [issue 4 sessions] services
   // [issue 5 credentials] services
+  const credentialLifecycle = new CredentialLifecycleService(credentials, repos.accounts, sessions, config, now);
+  const walletCapture = new WalletCaptureService(credentials, credentialLifecycle, repos.walletCaptures, now);
   // [issue 3 assess] services
   // [issue 7 reputation] services
 
@@ -168,6 +178,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     // [issue 3 assess] services
     // [issue 4 sessions] services
     // [issue 5 credentials] services
+    credentialLifecycle,
+    walletCapture,
     // [issue 7 reputation] services
   };
   return { config, logger, clock, db, redis, kv, pubsub, jobs, metrics, limiters, meter, lifecycle, repos, services };

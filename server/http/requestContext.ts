@@ -20,7 +20,8 @@ export function requestContext(logger: Logger): RequestHandler {
       return res.statusCode >= 400 ? 'info' : 'debug';
     },
     serializers: {
-      req: (req) => ({ id: req.id, method: req.method, url: req.url?.split('?')[0], remoteAddress: req.remoteAddress }),
+      // DELETE /v1/credentials/{id} accepts the opc_ credential itself as the id: keep it out of the logs.
+      req: (req) => ({ id: req.id, method: req.method, url: req.url?.split('?')[0].replace(/opc_[0-9A-Za-z]+/g, 'opc_[redacted]'), remoteAddress: req.remoteAddress }),
       res: (res) => ({ statusCode: res.statusCode }),
     },
   }) as unknown as RequestHandler;

@@ -1,6 +1,8 @@
 // Every router of the API, mounted in one place. Routes validate, call a service and shape the response.
 import type { Express } from 'express';
 import type { Deps } from '../deps';
+import { credentialsRouter } from './credentials';
+import { walletsRouter } from './wallets';
 
 /** Routes that need the raw body (webhook signatures) — mounted before the JSON parser. */
 export function mountRawRoutes(_app: Express, _deps: Deps): void {
@@ -10,4 +12,7 @@ export function mountRawRoutes(_app: Express, _deps: Deps): void {
 /** JSON API and pages. */
 export function mountRoutes(_app: Express, _deps: Deps): void {
   // (Each resource's router is mounted here.)
+  // wallets before credentials: /v1/credentials/wallets must never be read as a credential id.
+  _app.use(walletsRouter(_deps));
+  _app.use(credentialsRouter(_deps));
 }
