@@ -121,7 +121,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     ));
     kv = new RedisKeyValueStore(redis, prefix);
     pubsub = new RedisPubSub(redis, subscriber, prefix);
-    jobs = new BullJobQueue(config.redisUrl, prefix, logger, overrides.runWorkers ?? true);
+    jobs = new BullJobQueue(config.redisUrl, prefix, logger, overrides.runWorkers ?? true, config.dependencyTimeoutMs);
     const clients = [redis, subscriber];
     lifecycle.onStop('redis', async () => {
       await Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));
@@ -149,7 +149,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     walletCaptures: new WalletCapturesRepository(db),
     // [issue 7 reputation] repositories
   };
-  const accounts = new AccountsService(db, repos.accounts, repos.apiKeys, pubsub, config);
+  const accounts = new AccountsService(db, repos.accounts, repos.apiKeys, pubsub, config, logger);
   const quota = new QuotaService(kv, repos.usage, logger, () => clock.now());
   lifecycle.onStart('accounts', () => accounts.start());
   lifecycle.onStart('quota', () => quota.start());

@@ -16,7 +16,11 @@ export async function start(): Promise<{ deps: Deps; server: Server }> {
   const server = app.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   server.keepAliveTimeout = 65_000; // longer than typical load-balancer idle timeouts
-  deps.logger.info({ port: config.port, mode: config.mode, redis: Boolean(config.redisUrl) }, 'kya identity server listening');
+  server.headersTimeout = 66_000; // must exceed keepAliveTimeout (Node closes the socket otherwise)
+  server.requestTimeout = 30_000; // a client trickling a body cannot hold a connection for Node's default 5 min
+  const address = server.address();
+  const port = address && typeof address === 'object' ? address.port : config.port;
+  deps.logger.info({ port, mode: config.mode, redis: Boolean(config.redisUrl) }, 'kya identity server listening');
   if (demo) {
     const line = '='.repeat(72);
     process.stdout.write(
@@ -40,15 +44,25 @@ function installShutdown(deps: Deps, server: Server) {
     }, deps.config.shutdownTimeoutMs);
     force.unref();
     await new Promise<void>((resolve) => {
-      server.close(() => resolve());
+      // Stop accepting; in-flight requests finish. Keep-alive sockets that finish a request afterwards
+      // become idle and are closed on the next sweep, so close() does not wait for the client to hang up.
+      const sweep = setInterval(() => server.closeIdleConnections(), 100);
+      server.close(() => {
+        clearInterval(sweep);
+        resolve();
+      });
       server.closeIdleConnections();
     });
     await deps.lifecycle.stop(deps.logger);
     deps.logger.info('stopped');
-    process.exit(0);
+    deps.logger.flush(() => process.exit(0));
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+  // A stray rejected promise (e.g. a write-behind flush racing a dropped connection) is logged, never fatal.
+  process.on('unhandledRejection', (reason) => {
+    deps.logger.error({ err: reason instanceof Error ? reason.message : String(reason) }, 'unhandled promise rejection');
+  });
 }
 
 if (require.main === module) {

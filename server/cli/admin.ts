@@ -43,10 +43,19 @@ async function main() {
   }
 }
 
+/** Exits once everything written to stdout/stderr has drained (pipes are asynchronous in Node). */
+function exitAfterOutput(code: number) {
+  process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));
+}
+
 if (require.main === module) {
-  main().catch((err) => {
-    const body = err instanceof ApiError ? err.toBody() : { error: { code: 'internal_error', message: (err as Error).message } };
-    process.stderr.write(JSON.stringify(body, null, 2) + '\n');
-    process.exit(1);
-  });
+  // Exit explicitly: a background timer or socket some collaborator left open must not keep the CLI alive.
+  main().then(
+    () => exitAfterOutput(0),
+    (err) => {
+      const body = err instanceof ApiError ? err.toBody() : { error: { code: 'internal_error', message: (err as Error).message } };
+      process.stderr.write(JSON.stringify(body, null, 2) + '\n');
+      exitAfterOutput(1);
+    },
+  );
 }

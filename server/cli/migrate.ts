@@ -4,7 +4,7 @@ import { createDb, migrateLatest } from '../db/knex';
 
 async function main() {
   const config = loadConfig();
-  const db = createDb(config);
+  const db = createDb(config, { unbounded: true });
   try {
     const applied = await migrateLatest(db);
     process.stdout.write(JSON.stringify({ applied, database: config.mode }) + '\n');

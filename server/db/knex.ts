@@ -6,6 +6,7 @@ import knexFactory, { Knex } from 'knex';
 import pg from 'pg';
 import type { Config } from '../config';
 import { migrationSource } from './migrations';
+import { lockDataDir } from './lock';
 
 // int8 (count(*), bigserial) as JS numbers: our counters stay far below 2^53.
 pg.types.setTypeParser(20, (value: string) => Number(value));
@@ -17,19 +18,27 @@ export type Db = Knex;
 export interface DbOptions {
   /** Called when a pooled connection errors while idle (e.g. Postgres restarted); must not throw. */
   onConnectionError?: (err: Error) => void;
+  /**
+   * Skip the per-statement time bounds. Only for `npm run migrate`: a migration may legitimately run for
+   * minutes (an index on a large table), whereas request-path queries must fail fast. Default false.
+   */
+  unbounded?: boolean;
 }
 
 export function createDb(config: Config, options: DbOptions = {}): Db {
   if (config.databaseUrl) {
     const timeout = config.dependencyTimeoutMs;
+    // Bounded waits: no request hangs on a dead or hung database (503 api_error instead). Postgres cancels
+    // a slow statement itself slightly before the client gives up on a server that stopped answering.
+    const bounds = options.unbounded
+      ? {}
+      : { statement_timeout: Math.max(timeout - 100, 100), query_timeout: timeout };
     return knexFactory({
       client: 'pg',
       connection: {
         connectionString: config.databaseUrl,
-        // Bounded waits: no request hangs on a dead or hung database (503 api_error instead).
         connectionTimeoutMillis: Math.min(timeout, 1000),
-        statement_timeout: timeout,
-        query_timeout: timeout + 250,
+        ...bounds,
         keepAlive: true,
       } as Knex.PgConnectionConfig,
       acquireConnectionTimeout: timeout,
@@ -47,9 +56,14 @@ export function createDb(config: Config, options: DbOptions = {}): Db {
   }
   const dir = path.join(config.dataDir, 'pglite');
   fs.mkdirSync(dir, { recursive: true });
+  const release = lockDataDir(config.dataDir);
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const ClientPGLite = require('knex-pglite');
-  return knexFactory({ client: ClientPGLite, dialect: 'postgres', connection: { filename: dir } } as Knex.Config);
+  const db = knexFactory({ client: ClientPGLite, dialect: 'postgres', connection: { filename: dir } } as Knex.Config);
+  const destroy = db.destroy.bind(db) as () => Promise<void>;
+  // Closing the database hands the directory to the next process (the CLI, or the next start).
+  (db as { destroy: () => Promise<void> }).destroy = () => destroy().finally(release);
+  return db;
 }
 
 export function migrationConfig(): Knex.MigratorConfig {

@@ -41,26 +41,37 @@ function fromBodyParser(err: { type?: string; status?: number }): ApiError | nul
   }
 }
 
+/** Other client errors raised by express itself (e.g. a path parameter that is not valid percent-encoding). */
+function fromHttpError(err: { status?: number; statusCode?: number; expose?: boolean; message?: string }): ApiError | null {
+  const status = err.status ?? err.statusCode;
+  if (status !== 400) return null;
+  const field = /decode param/i.test(err.message ?? '') ? 'path' : 'request';
+  return new ApiError('bad_request', 'The request could not be understood.', { details: [{ field, message: 'is malformed' }] });
+}
+
 export const notFound: RequestHandler = (req, _res, next) => {
   next(new ApiError('not_found', `No route for ${req.method} ${req.path}`));
 };
 
-export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
-  let apiError: ApiError;
-  if (err instanceof ApiError) {
-    apiError = err;
-  } else if (fromBodyParser(err)) {
-    apiError = fromBodyParser(err)!;
-  } else if (isInfrastructureError(err)) {
-    req.log?.warn({ err: (err as Error).message }, 'dependency failure');
-    apiError = new ApiError('api_error', 'A backing service is temporarily unavailable.', {
+/** Maps anything thrown or passed to next() onto the closed error union. */
+export function toApiError(err: unknown, log?: { warn: (o: object, m: string) => void; error: (o: object, m: string) => void }): ApiError {
+  if (err instanceof ApiError) return err;
+  const known = err && typeof err === 'object' ? (fromBodyParser(err) ?? fromHttpError(err)) : null;
+  if (known) return known;
+  if (isInfrastructureError(err)) {
+    log?.warn({ err: (err as Error).message }, 'dependency failure');
+    return new ApiError('api_error', 'A backing service is temporarily unavailable.', {
       top: { agent_instructions: RETRY_WITH_BACKOFF },
       headers: { 'Retry-After': '5' },
     });
-  } else {
-    (req.log ?? console).error({ err }, 'unhandled error');
-    apiError = new ApiError('internal_error', 'An unexpected error occurred.');
   }
+  // The details go to the log only: a 500 never echoes internal messages, stacks or SQL.
+  log?.error({ err }, 'unhandled error');
+  return new ApiError('internal_error', 'An unexpected error occurred.');
+}
+
+export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
+  const apiError = toApiError(err, req.log ?? console);
   if (res.headersSent) return res.end();
   for (const [name, value] of Object.entries(apiError.headers ?? {})) res.setHeader(name, value);
   res.status(apiError.status).json(apiError.toBody());

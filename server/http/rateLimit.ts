@@ -8,12 +8,20 @@ import { ApiError } from '../../shared/errors';
 import type { Logger } from '../logger';
 import type { Redis } from '../stores/redis';
 
-/** Redis first; memory while Redis is failing. Re-arms the Redis scripts after an outage. */
+/**
+ * Redis first; this instance's memory while Redis is failing. While failing, requests do not wait on Redis
+ * at all (a hung Redis would otherwise cost every request a command timeout); a background probe reloads
+ * the Lua scripts at most every PROBE_INTERVAL_MS and switches back once Redis answers.
+ */
+const PROBE_INTERVAL_MS = 250;
+
 class FallbackStore implements Store {
   readonly localKeys = false;
   private readonly memory = new MemoryStore();
   private options?: Options;
   private failing = false;
+  private lastProbe = 0;
+  private probing = false;
 
   constructor(private readonly redis: RedisStore, private readonly logger: Logger, readonly prefix: string) {}
 
@@ -26,21 +34,36 @@ class FallbackStore implements Store {
   private fail(err: unknown) {
     if (!this.failing) this.logger.warn({ err: (err as Error).message, limiter: this.prefix }, 'rate-limit store unavailable; limiting per instance');
     this.failing = true;
-    // Reload the Lua scripts in the background so Redis counting resumes once it is back.
-    if (this.options) this.redis.init(this.options).then(() => (this.failing = false), () => undefined);
+    this.lastProbe = Date.now();
+  }
+
+  private probe() {
+    if (this.probing || !this.options || Date.now() - this.lastProbe < PROBE_INTERVAL_MS) return;
+    this.probing = true;
+    this.lastProbe = Date.now();
+    this.redis.init(this.options).then(
+      () => {
+        this.failing = false;
+        this.logger.info({ limiter: this.prefix }, 'rate-limit store available again');
+      },
+      () => undefined,
+    ).finally(() => (this.probing = false));
   }
 
   async increment(key: string): Promise<IncrementResponse> {
+    if (this.failing) {
+      this.probe();
+      return this.memory.increment(key);
+    }
     try {
-      const result = await this.redis.increment(key);
-      this.failing = false;
-      return result;
+      return await this.redis.increment(key);
     } catch (err) {
       this.fail(err);
       return this.memory.increment(key);
     }
   }
   async decrement(key: string) {
+    if (this.failing) return this.memory.decrement(key);
     await this.redis.decrement(key).catch(() => this.memory.decrement(key));
   }
   async resetKey(key: string) {

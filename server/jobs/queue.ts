@@ -131,7 +131,22 @@ export class BullJobQueue implements JobQueue {
     private readonly prefix: string,
     private readonly logger: Logger,
     private readonly runWorkers = true,
+    /** Longest a caller waits to enqueue while Redis is down or hung (BullMQ itself would wait forever). */
+    private readonly timeoutMs = 1500,
   ) {}
+
+  /** Rejects with an ETIMEDOUT error (→ 503 api_error on a request) instead of blocking the caller. */
+  private bounded<T>(what: string, work: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(Object.assign(new Error(`job queue: ${what} not acknowledged within ${this.timeoutMs} ms`), { code: 'ETIMEDOUT' })),
+        this.timeoutMs,
+      );
+    });
+    work.catch(() => undefined); // a late failure after the timeout must not become an unhandled rejection
+    return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+  }
 
   private connection() {
     const url = new URL(this.redisUrl);
@@ -166,7 +181,7 @@ export class BullJobQueue implements JobQueue {
       removeOnComplete: true,
       removeOnFail: 1000,
     };
-    await this.queue(name).add(name, data, opts);
+    await this.bounded(`add ${name}`, this.queue(name).add(name, data, opts));
   }
 
   process<T>(name: string, handler: JobHandler<T>, options: { concurrency?: number } = {}) {
@@ -182,7 +197,7 @@ export class BullJobQueue implements JobQueue {
   }
 
   async repeat<T>(name: string, data: T, everyMs: number) {
-    await this.queue(name).upsertJobScheduler(`repeat-${name}`, { every: everyMs }, { name, data });
+    await this.bounded(`repeat ${name}`, this.queue(name).upsertJobScheduler(`repeat-${name}`, { every: everyMs }, { name, data }));
   }
 
   async idle() {

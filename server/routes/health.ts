@@ -26,7 +26,11 @@ export function healthRouter(deps: Deps): Router {
         : Promise.resolve(),
     ]);
     const failed = Object.entries(checks).filter(([, v]) => v === 'failed').map(([k]) => k);
-    res.status(failed.length ? 503 : 200).json({ status: failed.length ? 'unavailable' : 'ready', checks, failed });
+    // Without the database nothing works: 503 takes the instance out of rotation. Without Redis the
+    // instance still serves (per-instance limits, durable quota; DESIGN.md §7), so it stays in rotation
+    // and reports `degraded` — a 503 here would let one Redis outage drain every instance at once.
+    const status = checks.database === 'failed' ? 'unavailable' : failed.length ? 'degraded' : 'ready';
+    res.status(status === 'unavailable' ? 503 : 200).json({ status, checks, failed });
   });
   router.get('/metrics', async (_req, res) => {
     res.setHeader('Content-Type', deps.metrics.contentType);

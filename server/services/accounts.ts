@@ -9,6 +9,7 @@ import { displayPrefix, newSecret, sha256Hex } from '../crypto';
 import type { AccountRow, AccountsRepository, AccountPatch } from '../repositories/accounts';
 import type { ApiKeysRepository } from '../repositories/apiKeys';
 import type { PubSub } from '../stores/kv';
+import type { Logger } from '../logger';
 
 /** Endpoints an account can have disabled (a disabled endpoint answers 402 payment_required). */
 export const ENDPOINTS = ['assess', 'sessions', 'credentials', 'wallets', 'reputation'] as const;
@@ -17,6 +18,8 @@ export const TIERS: readonly Tier[] = ['free', 'paid', 'enterprise'];
 
 export const API_KEY_PREFIX = 'as_live_';
 const INVALIDATE_CHANNEL = 'invalidate:account';
+/** Upper bound on how long a change can go unseen by an instance that missed its invalidation message. */
+export const CACHE_TTL_MS = 60_000;
 
 /** What a request knows about its authenticated caller. */
 export interface Principal {
@@ -50,7 +53,7 @@ export interface AccountView {
 }
 
 export class AccountsService {
-  private readonly cache = new LRUCache<string, Principal | false>({ max: 50_000, ttl: 60_000 });
+  private readonly cache = new LRUCache<string, Principal | false>({ max: 50_000, ttl: CACHE_TTL_MS });
 
   constructor(
     private readonly db: Knex,
@@ -58,11 +61,14 @@ export class AccountsService {
     private readonly keys: ApiKeysRepository,
     private readonly pubsub: PubSub,
     private readonly config: Config,
+    private readonly logger?: Logger,
   ) {}
 
   /** Subscribes to cross-instance invalidations; call once at start. */
   async start(): Promise<void> {
     await this.pubsub.subscribe(INVALIDATE_CHANNEL, (accountId) => this.dropCached(accountId));
+    // Invalidations published while our subscription was down are lost: forget everything cached.
+    this.pubsub.onResubscribe?.(() => this.cache.clear());
   }
 
   limitsFor(account: Pick<AccountRow, 'tier' | 'quota_override' | 'rps_override'>): { quota: number | null; rps: number | null } {
@@ -168,6 +174,13 @@ export class AccountsService {
     if (changes.displayName !== undefined) patch.display_name = changes.displayName;
     if (changes.tier !== undefined) {
       if (!TIERS.includes(changes.tier)) throw badRequest([{ field: 'tier', message: `tier must be one of ${TIERS.join(', ')}` }]);
+      if (changes.tier !== 'enterprise') {
+        // One active key outside Enterprise: never silently revoke a key a merchant may be using.
+        const active = await this.keys.listForAccount({ accountId: (await this.mustFind(id)).id, activeOnly: true });
+        if (active.length > 1) {
+          throw new ApiError('conflict', `The account has ${active.length} active API keys; only Enterprise may hold several. Run rotate-key first (it leaves one).`);
+        }
+      }
       patch.tier = changes.tier;
     }
     if (changes.quota !== undefined) patch.quota_override = changes.quota;
@@ -188,10 +201,18 @@ export class AccountsService {
     return this.patch(id, { disabled_endpoints: [...disabled].sort() });
   }
 
-  /** Drops cached principals of this account here and on every other instance. */
+  /**
+   * Drops cached principals of this account here and on every other instance. The change is already
+   * committed when this runs, so a broadcast failure (Redis down) is logged, not thrown: other instances
+   * then pick the change up when their cache entry expires (CACHE_TTL_MS) or their subscription resyncs.
+   */
   async invalidate(accountId: string): Promise<void> {
     this.dropCached(accountId);
-    await this.pubsub.publish(INVALIDATE_CHANNEL, accountId);
+    try {
+      await this.pubsub.publish(INVALIDATE_CHANNEL, accountId);
+    } catch (err) {
+      this.logger?.warn({ err: (err as Error).message, account: accountId }, 'could not broadcast account change; other instances catch up within the cache TTL');
+    }
   }
 
   private dropCached(accountId: string) {

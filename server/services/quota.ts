@@ -30,6 +30,9 @@ export function nextMonthStart(now: Date): Date {
 
 export class QuotaService {
   private pending = new Map<string, number>(); // `${accountId}|${period}` → count not yet durable
+  /** Live counters that missed increments while the store was unreachable; rebuilt on next use. */
+  private readonly stale = new Set<string>();
+  private storeDown = false;
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
 
@@ -62,11 +65,21 @@ export class QuotaService {
     let used: number;
     let live = true;
     try {
+      if (this.stale.has(key)) {
+        // Calls counted durably during an outage are not in the live counter: rebuild it from the database.
+        await this.flush();
+        await this.kv.del(key);
+        this.stale.delete(key);
+      }
       used = (await this.kv.incrIfExists(key)) ?? (await this.rebuild(accountId, period, key, ttlMs));
+      if (this.storeDown) this.logger.info('quota store available again');
+      this.storeDown = false;
     } catch (err) {
       // Redis unavailable: the durable count (plus what this instance has not flushed) still bounds usage.
-      this.logger.warn({ err: (err as Error).message }, 'quota store unavailable; counting from the database');
+      if (!this.storeDown) this.logger.warn({ err: (err as Error).message }, 'quota store unavailable; counting from the database');
+      this.storeDown = true;
       live = false;
+      this.stale.add(key);
       used = (await this.durable(accountId, period)) + 1;
     }
     const exceeded = used > limit;
@@ -78,7 +91,8 @@ export class QuotaService {
       if (status < 400 && !exceeded) {
         this.record(accountId, period);
       } else if (live) {
-        this.kv.incr(key, ttlMs, -1).catch(() => undefined);
+        // Refund only an existing counter: re-creating a flushed key at -1 would hide the durable count.
+        this.kv.incrIfExists(key, -1).catch(() => undefined);
       }
     };
     if (exceeded) settle(429);

@@ -18,6 +18,11 @@ export interface KeyValueStore {
 export interface PubSub {
   publish(channel: string, message: string): Promise<void>;
   subscribe(channel: string, handler: (message: string) => void): Promise<void>;
+  /**
+   * Called after the subscription connection came back from an outage: messages published meanwhile were
+   * lost, so subscribers that cache should drop what they hold. Never called for the in-process bus.
+   */
+  onResubscribe?(handler: () => void): void;
   close(): Promise<void>;
 }
 
@@ -102,10 +107,19 @@ export class MemoryKeyValueStore implements KeyValueStore {
 
 export class RedisPubSub implements PubSub {
   private readonly handlers = new Map<string, Array<(m: string) => void>>();
+  private readonly resubscribed: Array<() => void> = [];
   constructor(private readonly publisher: Redis, private readonly subscriber: Redis, private readonly prefix: string) {
     subscriber.on('message', (channel: string, message: string) => {
       for (const h of this.handlers.get(channel) ?? []) h(message);
     });
+    // ioredis re-issues SUBSCRIBE on every reconnect. This is constructed after the first connection
+    // attempt, so every 'ready' seen here follows a period in which messages may have been missed.
+    subscriber.on('ready', () => {
+      for (const h of this.resubscribed) h();
+    });
+  }
+  onResubscribe(handler: () => void) {
+    this.resubscribed.push(handler);
   }
   async publish(channel: string, message: string) {
     await this.publisher.publish(this.prefix + channel, message);
@@ -119,6 +133,7 @@ export class RedisPubSub implements PubSub {
   }
   async close() {
     this.handlers.clear();
+    this.resubscribed.length = 0;
   }
 }
 
