@@ -1,0 +1,152 @@
+// The assess read path in ONE SQL statement: records the assessed address in known_addresses, resolves the
+// claimed identity (wallet or credential) and the signer wallet to their operator accounts (claimed wallets
+// in operator_wallets first, else active captures: wallet_captures whose credential is not revoked), and
+// returns each operator's KYC columns and linked wallets.
+import type { Knex } from 'knex';
+import type { KycStatus, VerificationLevel } from './accounts';
+
+export interface WalletRef {
+  network: 'evm' | 'solana';
+  /** Canonical form (EVM lowercase, Solana verbatim). */
+  address: string;
+}
+
+export interface LinkedWalletRow {
+  network: 'evm' | 'solana';
+  address: string;
+  /** 'claimed' (signed ownership) or 'captured' (reported after a payment under a live credential). */
+  source: 'claimed' | 'captured';
+  /** Claim time for claimed wallets; null for captured ones. */
+  claimedAt: Date | null;
+}
+
+export interface OperatorRow {
+  account_id: string;
+  kyc_status: KycStatus;
+  kyc_verified_at: Date | null;
+  operator_type: string | null;
+  jurisdiction: string | null;
+  age_bracket: string | null;
+  age_verified: boolean;
+  sanctions_status: 'clear' | 'flagged' | null;
+  sanctions_checked_at: Date | null;
+  verification_level: VerificationLevel;
+  wallets: LinkedWalletRow[];
+}
+
+export interface CredentialRef {
+  id: string;
+  account_id: string;
+  expires_at: Date;
+  revoked_at: Date | null;
+}
+
+export interface LookupResult {
+  /** Operator behind the claimed identity (wallet owner, or the credential's account); null when unlinked. */
+  claimed: OperatorRow | null;
+  /** Operator owning the signer wallet; null when unlinked or no signer was given. */
+  signer: OperatorRow | null;
+  /** Token mode: the credential the hash matched (any state); null when none. */
+  credential: CredentialRef | null;
+  /** Wallet mode: true when the address was not in known_addresses before this call. */
+  newAddress: boolean;
+}
+
+export type LookupInput =
+  | { mode: 'wallet'; wallet: WalletRef; signer: WalletRef | null; refresh: boolean }
+  | { mode: 'token'; tokenHash: string; signer: WalletRef | null };
+
+const OWNER_SQL = `coalesce(
+    (select ow.account_id from operator_wallets ow where ow.network = ? and ow.address = ?),
+    (select wc.account_id from wallet_captures wc join credentials c on c.id = wc.credential_id
+      where wc.network = ? and wc.wallet_address = ? and c.revoked_at is null
+      order by wc.first_seen_at, wc.account_id limit 1))`;
+
+const ACCOUNT_COLUMNS = `a.kyc_status, a.kyc_verified_at, a.operator_type, a.jurisdiction, a.age_bracket, a.age_verified,
+  a.sanctions_status, a.sanctions_checked_at, a.verification_level`;
+
+interface RawRow extends Omit<OperatorRow, 'wallets' | 'account_id'> {
+  slot: 'claimed' | 'signer';
+  account_id: string | null;
+  wallets: Array<[string, string, number, number | null]> | null;
+  inserted?: boolean | null;
+  credential?: { id: string; account_id: string; expires_at: string; revoked_at: string | null } | null;
+}
+
+export class OperatorLookupRepository {
+  constructor(private readonly db: Knex) {}
+
+  async lookup(input: LookupInput, trx?: Knex.Transaction): Promise<LookupResult> {
+    const ctes: string[] = [];
+    const bindings: Knex.RawBinding[] = [];
+    if (input.mode === 'wallet') {
+      // Known address side effect in the same round trip; xmax = 0 tells a fresh insert from an update.
+      const onConflict = input.refresh ? 'do update set refresh_requested_at = now()' : 'do nothing';
+      ctes.push(`seen as (insert into known_addresses (address, network) values (?, ?)
+        on conflict (network, address) ${onConflict} returning (xmax = 0) as inserted)`);
+      bindings.push(input.wallet.address, input.wallet.network);
+    } else {
+      ctes.push(`cred as (select id, account_id, expires_at, revoked_at from credentials where token_hash = ?)`);
+      bindings.push(input.tokenHash);
+    }
+    const owners: string[] = [];
+    if (input.mode === 'wallet') {
+      owners.push(`select 'claimed'::text as slot, ${OWNER_SQL} as account_id`);
+      bindings.push(input.wallet.network, input.wallet.address, input.wallet.network, input.wallet.address);
+    } else {
+      owners.push(`select 'claimed'::text as slot, (select account_id from cred) as account_id`);
+    }
+    if (input.signer) {
+      owners.push(`select 'signer'::text, ${OWNER_SQL}`);
+      bindings.push(input.signer.network, input.signer.address, input.signer.network, input.signer.address);
+    }
+    ctes.push(`owner as (${owners.join(' union all ')})`);
+    ctes.push(`linked as (
+      select ow.account_id, ow.network, ow.address, 0 as src, extract(epoch from ow.claimed_at) * 1000 as at
+        from operator_wallets ow where ow.account_id in (select account_id from owner where account_id is not null)
+      union all
+      select wc.account_id, wc.network, wc.wallet_address, 1, null
+        from wallet_captures wc join credentials c on c.id = wc.credential_id
+        where c.revoked_at is null and wc.account_id in (select account_id from owner where account_id is not null))`);
+    const extra = input.mode === 'wallet' ? `, (select inserted from seen) as inserted` : `, (select row_to_json(cred) from cred) as credential`;
+    const sql = `with ${ctes.join(',\n')}
+      select o.slot, o.account_id, ${ACCOUNT_COLUMNS},
+        (select json_agg(json_build_array(l.network, l.address, l.src, l.at)) from linked l where l.account_id = o.account_id) as wallets
+        ${extra}
+      from owner o left join accounts a on a.id = o.account_id`;
+    const { rows } = (await (trx ?? this.db).raw(sql, bindings)) as { rows: RawRow[] };
+    const claimedRow = rows.find((r) => r.slot === 'claimed');
+    const signerRow = rows.find((r) => r.slot === 'signer');
+    const cred = claimedRow?.credential ?? null;
+    return {
+      claimed: toOperator(claimedRow),
+      signer: toOperator(signerRow),
+      credential: cred
+        ? { id: cred.id, account_id: cred.account_id, expires_at: new Date(cred.expires_at), revoked_at: cred.revoked_at ? new Date(cred.revoked_at) : null }
+        : null,
+      newAddress: claimedRow?.inserted === true,
+    };
+  }
+}
+
+function toOperator(row: RawRow | undefined): OperatorRow | null {
+  if (!row || !row.account_id || !row.kyc_status) return null;
+  return {
+    account_id: row.account_id,
+    kyc_status: row.kyc_status,
+    kyc_verified_at: row.kyc_verified_at,
+    operator_type: row.operator_type,
+    jurisdiction: row.jurisdiction,
+    age_bracket: row.age_bracket,
+    age_verified: row.age_verified,
+    sanctions_status: row.sanctions_status,
+    sanctions_checked_at: row.sanctions_checked_at,
+    verification_level: row.verification_level,
+    wallets: (row.wallets ?? []).map(([network, address, src, at]) => ({
+      network: network as 'evm' | 'solana',
+      address,
+      source: src === 0 ? 'claimed' : 'captured',
+      claimedAt: at === null ? null : new Date(Number(at)),
+    })),
+  };
+}
