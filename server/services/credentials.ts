@@ -123,7 +123,7 @@ export class CredentialsService {
         ? { tokenHash: sha256Hex(input.idOrToken) }
         : null;
     if (!lookup) return null;
-    return this.db.transaction(async (trx) => {
+    const result = await this.db.transaction(async (trx) => {
       const credential = await this.credentials.findOwnedForUpdate({ accountId: input.accountId, ...lookup }, trx);
       if (!credential) return null;
       // Lock the chain, then read it again: a rotation that held one of its rows while we waited has
@@ -142,6 +142,13 @@ export class CredentialsService {
       );
       return { id: credential.id, ...revoked };
     });
+    if (result) {
+      this.logger.info(
+        { credential: result.id, credentials: result.credentialIds.length, refresh_tokens: result.refreshTokenIds.length },
+        'credential revoked with its refresh chain',
+      );
+    }
+    return result;
   }
 
   async flushTouches(): Promise<void> {
