@@ -18,6 +18,14 @@ import { CredentialsRepository } from './repositories/credentials';
 import { SessionsRepository } from './repositories/sessions';
 import { CredentialsService } from './services/credentials';
 import { SessionsService } from './services/sessions';
+import { RefreshTokensRepository } from './repositories/refreshTokens';
+import { OperatorsRepository } from './repositories/operators';
+import { WalletChallengesRepository } from './repositories/walletChallenges';
+import { KycEventsRepository } from './repositories/kycEvents';
+import { RefreshTokensService } from './services/refreshTokens';
+import { VerificationService } from './services/verification';
+import { ScreeningService } from './screening/service';
+import { createKycProvider, type KycProvider } from './kyc';
 // [issue 5 credentials] imports
 import { CredentialLifecycleService } from './services/credentials';
 import { WalletCapturesRepository } from './repositories/walletCaptures';
@@ -73,6 +81,10 @@ export interface Deps {
     sessions: SessionsRepository;
     // [issue 3 assess] repositories
     // [issue 4 sessions] repositories
+    refreshTokens: RefreshTokensRepository;
+    operators: OperatorsRepository;
+    walletChallenges: WalletChallengesRepository;
+    kycEvents: KycEventsRepository;
     // [issue 5 credentials] repositories
     walletCaptures: WalletCapturesRepository;
     // [issue 7 reputation] repositories
@@ -84,6 +96,10 @@ export interface Deps {
     sessions: SessionsService;
     // [issue 3 assess] services
     // [issue 4 sessions] services
+    refreshTokens: RefreshTokensService;
+    verification: VerificationService;
+    screening: ScreeningService;
+    kyc: KycProvider;
     // [issue 5 credentials] services
     credentialLifecycle: CredentialLifecycleService;
     walletCapture: WalletCaptureService;
@@ -145,6 +161,10 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     sessions: new SessionsRepository(db),
     // [issue 3 assess] repositories
     // [issue 4 sessions] repositories
+    refreshTokens: new RefreshTokensRepository(db),
+    operators: new OperatorsRepository(db),
+    walletChallenges: new WalletChallengesRepository(db),
+    kycEvents: new KycEventsRepository(db),
     // [issue 5 credentials] repositories
     walletCaptures: new WalletCapturesRepository(db),
     // [issue 7 reputation] repositories
@@ -159,8 +179,14 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const credentials = new CredentialsService(db, repos.credentials, logger, now);
   lifecycle.onStart('credentials', () => credentials.start());
   lifecycle.onStop('credentials', () => credentials.stop());
-  const sessions = new SessionsService(db, repos.sessions, config, now);
   // [issue 4 sessions] services
+  const refreshTokens = new RefreshTokensService(db, repos.refreshTokens, repos.operators, credentials, config, logger, now);
+  const sessions = new SessionsService(db, repos.sessions, config, now, { credentials, refreshTokens });
+  const screening = new ScreeningService(config, logger, now, repos.operators);
+  lifecycle.onStart('screening', () => screening.start());
+  lifecycle.onStop('screening', () => screening.stop());
+  const verification = new VerificationService(db, repos.sessions, repos.operators, repos.walletChallenges, repos.kycEvents, screening, config, logger, now);
+  const kyc = createKycProvider(config);
   // [issue 5 credentials] services
   const credentialLifecycle = new CredentialLifecycleService(credentials, repos.accounts, sessions, config, now);
   const walletCapture = new WalletCaptureService(credentials, credentialLifecycle, repos.walletCaptures, now);
@@ -177,6 +203,10 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     sessions,
     // [issue 3 assess] services
     // [issue 4 sessions] services
+    refreshTokens,
+    verification,
+    screening,
+    kyc,
     // [issue 5 credentials] services
     credentialLifecycle,
     walletCapture,

@@ -38,4 +38,52 @@ export class SessionsRepository {
     const q = (trx ?? this.db)('sessions').where({ id: input.id }).first();
     return input.forUpdate && trx ? q.forUpdate() : q;
   }
+
+  /**
+   * verified → consumed, only if still verified. Concurrent callers serialise on the row lock; after the first
+   * commits, the others re-check the WHERE clause, find `consumed` and get undefined (DESIGN.md §3.2).
+   */
+  async consumeIfVerified(input: { id: string; at: Date }, trx: Knex.Transaction): Promise<SessionRow | undefined> {
+    const [row] = await trx('sessions')
+      .where({ id: input.id, status: 'verified' })
+      .update({ status: 'consumed', consumed_at: input.at })
+      .returning('*');
+    return row;
+  }
+
+  /** pending → expired once the TTL has elapsed (idempotent). */
+  async expireIfDue(input: { id: string; now: Date }, trx?: Knex.Transaction): Promise<SessionRow | undefined> {
+    const [row] = await (trx ?? this.db)('sessions')
+      .where({ id: input.id, status: 'pending' })
+      .where('expires_at', '<=', input.now)
+      .update({ status: 'expired' })
+      .returning('*');
+    return row;
+  }
+
+  /** pending → verified | failed | flagged, only from pending and before expiry. */
+  async completeIfPending(
+    input: { id: string; status: 'verified' | 'failed' | 'flagged'; at: Date; operatorAccountId: string | null },
+    trx: Knex.Transaction,
+  ): Promise<SessionRow | undefined> {
+    const [row] = await trx('sessions')
+      .where({ id: input.id, status: 'pending' })
+      .where('expires_at', '>', input.at)
+      .update({ status: input.status, completed_at: input.at, operator_account_id: input.operatorAccountId })
+      .returning('*');
+    return row;
+  }
+
+  async bindOperator(input: { id: string; operatorAccountId: string }, trx?: Knex.Transaction): Promise<void> {
+    await (trx ?? this.db)('sessions').where({ id: input.id }).update({ operator_account_id: input.operatorAccountId });
+  }
+
+  async setKycReference(input: { id: string; provider: string; reference: string }, trx?: Knex.Transaction): Promise<void> {
+    await (trx ?? this.db)('sessions').where({ id: input.id }).update({ kyc_provider: input.provider, kyc_reference: input.reference });
+  }
+
+  async findByKycReference(input: { provider: string; reference: string; forUpdate?: boolean }, trx?: Knex.Transaction): Promise<SessionRow | undefined> {
+    const q = (trx ?? this.db)('sessions').where({ kyc_provider: input.provider, kyc_reference: input.reference }).first();
+    return input.forUpdate && trx ? q.forUpdate() : q;
+  }
 }

@@ -3,10 +3,14 @@ import type { Express } from 'express';
 import type { Deps } from '../deps';
 import { credentialsRouter } from './credentials';
 import { walletsRouter } from './wallets';
+import { sessionsRouter } from './sessions';
+import { verifyRouter } from '../verify/router';
+import { kycWebhookRouter } from '../kyc/webhook';
 
 /** Routes that need the raw body (webhook signatures) — mounted before the JSON parser. */
 export function mountRawRoutes(_app: Express, _deps: Deps): void {
   // (KYC provider webhooks are mounted here.)
+  _app.use(kycWebhookRouter(_deps));
 }
 
 /** JSON API and pages. */
@@ -15,4 +19,6 @@ export function mountRoutes(_app: Express, _deps: Deps): void {
   // wallets before credentials: /v1/credentials/wallets must never be read as a credential id.
   _app.use(walletsRouter(_deps));
   _app.use(credentialsRouter(_deps));
+  _app.use(sessionsRouter(_deps));
+  _app.use(verifyRouter(_deps));
 }

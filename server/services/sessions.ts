@@ -1,11 +1,13 @@
-// Verification sessions: creation (merchant, agent-started "public", and account self-verification) and the
-// create-response body agents rely on. (Issue 4 extends this service with polling, the verify page flow,
-// KYC outcomes, refresh tokens and wallet claims.)
+// Verification sessions: creation (merchant, agent-started "public", and account self-verification), the
+// create-response body agents rely on, and polling with exactly-once delivery of the operator token: the
+// credential is minted inside the transaction whose conditional UPDATE moves the session verified → consumed.
 import type { Knex } from 'knex';
-import type { AgentInstructions } from '../../shared/errors';
+import { ApiError, type AgentInstructions } from '../../shared/errors';
 import type { Config } from '../config';
-import { newSecret, sha256Hex } from '../crypto';
+import { newSecret, safeEqual, sha256Hex } from '../crypto';
 import type { SessionKind, SessionRow, SessionsRepository } from '../repositories/sessions';
+import type { CredentialsService } from './credentials';
+import type { RefreshTokensService } from './refreshTokens';
 
 export const POLL_SECRET_HEADER = 'X-Poll-Secret';
 export const POLL_INTERVAL_SECONDS = 5;
@@ -28,6 +30,37 @@ export interface CreatedSession {
   agent_instructions: string;
 }
 
+export type PollBody =
+  | { session_id: string; status: 'pending'; retry_after_seconds: number; next_steps: { action: 'continue_polling'; poll_interval_seconds: number; eta_message: string } }
+  | {
+      session_id: string;
+      status: 'verified';
+      operator_token: string;
+      completed_at: string;
+      token_ttl_seconds: number;
+      refresh_token?: string;
+      refresh_token_ttl_seconds?: number;
+      next_steps: { action: 'retry_merchant_request_with_operator_token'; header_name: 'X-Operator-Token'; user_message: string };
+    }
+  | { session_id: string; status: 'consumed'; next_steps: { action: 'use_stored_operator_token'; user_message: string } }
+  | { session_id: string; status: 'expired'; next_steps: { action: 'create_new_session'; user_message: string } }
+  | { session_id: string; status: 'failed'; next_steps: { action: 'verification_failed'; user_message: string } }
+  | {
+      session_id: string;
+      status: 'flagged';
+      next_steps: { action: 'contact_support'; support_email: string; support_subject: string; user_message: string };
+    };
+
+/** Collaborators polling needs to mint the credential (and refresh token) at delivery time. */
+export interface SessionDelivery {
+  credentials: CredentialsService;
+  refreshTokens: RefreshTokensService;
+}
+
+const SESSION_ID_RE = /^vs_[0-9A-Za-z]{20,64}$/;
+// Compared against when the session does not exist, so unknown ids and wrong secrets cost the same.
+const DUMMY_HASH = sha256Hex('kya:no-such-session');
+
 export interface CreateSessionInput {
   kind: SessionKind;
   merchantAccountId?: string | null;
@@ -43,7 +76,151 @@ export class SessionsService {
     private readonly sessions: SessionsRepository,
     private readonly config: Config,
     private readonly now: () => Date,
+    private readonly delivery?: SessionDelivery,
   ) {}
+
+  static isSessionId(id: unknown): id is string {
+    return typeof id === 'string' && SESSION_ID_RE.test(id);
+  }
+
+  /**
+   * The session when `id` exists and `pollSecret` is its secret; otherwise one `not_found` for both cases
+   * (DESIGN.md §3.1), with the same hash comparison on both paths.
+   */
+  async authenticatePoll(id: unknown, pollSecret: string): Promise<SessionRow> {
+    const row = SessionsService.isSessionId(id) ? await this.sessions.findById({ id }) : undefined;
+    const matches = safeEqual(sha256Hex(pollSecret), row?.poll_secret_hash ?? DUMMY_HASH);
+    if (!row || !matches) throw new ApiError('not_found', 'Session not found.');
+    return row;
+  }
+
+  /** One poll: the body for the session's current status; a verified session delivers its token exactly once. */
+  async poll(id: unknown, pollSecret: string): Promise<PollBody> {
+    let row = await this.authenticatePoll(id, pollSecret);
+    const now = this.now();
+    if (row.status === 'pending' && row.expires_at.getTime() <= now.getTime()) {
+      row = (await this.sessions.expireIfDue({ id: row.id, now })) ?? (await this.sessions.findById({ id: row.id }))!;
+    }
+    if (row.status === 'verified') {
+      const delivered = await this.deliver(row.id);
+      if (delivered) return delivered;
+      row = (await this.sessions.findById({ id: row.id }))!;
+    }
+    return this.pollBody(row);
+  }
+
+  /**
+   * verified → consumed and the credential minted in the same transaction. Only the caller whose conditional
+   * UPDATE matched gets the plaintext token; it never rests in the database (DESIGN.md §3.2).
+   */
+  private async deliver(id: string): Promise<PollBody | null> {
+    if (!this.delivery) throw new Error('SessionsService was built without credential delivery');
+    const { credentials, refreshTokens } = this.delivery;
+    return this.db.transaction(async (trx) => {
+      const now = this.now();
+      const row = await this.sessions.consumeIfVerified({ id, at: now }, trx);
+      if (!row) return null;
+      if (!row.operator_account_id) throw new Error(`verified session ${row.id} has no operator account`);
+      const refresh = row.issue_refresh_token ? await refreshTokens.issue({ accountId: row.operator_account_id }, trx) : null;
+      const minted = await credentials.mint(
+        {
+          accountId: row.operator_account_id,
+          ttlSeconds: this.config.sessions.tokenTtlSeconds,
+          source: 'session',
+          sessionId: row.id,
+          refreshTokenId: refresh?.row.id ?? null,
+        },
+        trx,
+      );
+      const body: PollBody = {
+        session_id: row.id,
+        status: 'verified',
+        operator_token: minted.token,
+        completed_at: (row.completed_at ?? now).toISOString(),
+        token_ttl_seconds: this.config.sessions.tokenTtlSeconds,
+        ...(refresh ? { refresh_token: refresh.token, refresh_token_ttl_seconds: refreshTokens.ttlSeconds } : {}),
+        next_steps: {
+          action: 'retry_merchant_request_with_operator_token',
+          header_name: 'X-Operator-Token',
+          user_message: 'Your identity is verified. Continuing with your request now.',
+        },
+      };
+      return body;
+    });
+  }
+
+  /** The poll body for a status other than a delivering `verified` (spec: GET /v1/sessions/{session_id}). */
+  pollBody(row: SessionRow): PollBody {
+    const session_id = row.id;
+    switch (row.status) {
+      case 'pending':
+        return {
+          session_id,
+          status: 'pending',
+          retry_after_seconds: POLL_INTERVAL_SECONDS,
+          next_steps: {
+            action: 'continue_polling',
+            poll_interval_seconds: POLL_INTERVAL_SECONDS,
+            eta_message: `Waiting for the user to finish verification in the browser (usually 2 to 5 minutes; the link expires at ${row.expires_at.toISOString()}).`,
+          },
+        };
+      case 'verified':
+      case 'consumed':
+        // A `verified` row reaching here lost the delivery race: another poll holds the token.
+        return {
+          session_id,
+          status: 'consumed',
+          next_steps: {
+            action: 'use_stored_operator_token',
+            user_message: 'Verification is complete and the credential was already delivered. Use the operator token you stored.',
+          },
+        };
+      case 'expired':
+        return {
+          session_id,
+          status: 'expired',
+          next_steps: { action: 'create_new_session', user_message: 'The verification link expired before it was completed. Start a new verification.' },
+        };
+      case 'failed':
+        return {
+          session_id,
+          status: 'failed',
+          next_steps: {
+            action: 'verification_failed',
+            user_message: 'Identity verification did not succeed. You can start a new verification and try again with a clear, valid document.',
+          },
+        };
+      case 'flagged':
+        return {
+          session_id,
+          status: 'flagged',
+          next_steps: {
+            action: 'contact_support',
+            support_email: this.config.supportEmail,
+            support_subject: this.config.supportSubject,
+            user_message: `Your verification needs a manual review before a credential can be issued. Please email ${this.config.supportEmail} and quote reference ${row.id}.`,
+          },
+        };
+    }
+  }
+
+  async findById(id: string): Promise<SessionRow | undefined> {
+    return SessionsService.isSessionId(id) ? this.sessions.findById({ id }) : undefined;
+  }
+
+  /** The session as it stands now: a pending session past its TTL is moved to `expired` first. */
+  async current(id: string): Promise<SessionRow | undefined> {
+    const row = await this.findById(id);
+    const now = this.now();
+    if (row && row.status === 'pending' && row.expires_at.getTime() <= now.getTime()) {
+      return (await this.sessions.expireIfDue({ id: row.id, now })) ?? this.sessions.findById({ id: row.id });
+    }
+    return row;
+  }
+
+  async setKycReference(id: string, provider: string, reference: string): Promise<void> {
+    await this.sessions.setKycReference({ id, provider, reference });
+  }
 
   verifyUrl(sessionId: string): string {
     return `${this.config.publicBaseUrl}/verify/${encodeURIComponent(sessionId)}`;

@@ -1,0 +1,69 @@
+// The KYC provider interface (DESIGN.md §4): a provider either collects identity data in our own form
+// (`sandbox`) or sends the user to a hosted step and reports the result by a signed webhook (`stripe`).
+import type { FieldProblem } from '../../shared/errors';
+
+/** An identity as the provider verified it. PII: only ever stored encrypted. */
+export interface VerifiedIdentity {
+  fullName: string;
+  /** YYYY-MM-DD */
+  dateOfBirth: string;
+  /** ISO 3166-1 alpha-2 */
+  country: string;
+  documentNumber: string | null;
+  operatorType: 'individual';
+}
+
+export type KycResult =
+  | { outcome: 'verified'; reference: string; identity: VerifiedIdentity; /** the provider's own watchlist check hit */ watchlistHit?: boolean }
+  | { outcome: 'failed'; reference: string | null; reason: string };
+
+/** Identity fields submitted through the sandbox form (already trimmed strings). */
+export interface SandboxForm {
+  full_name: string;
+  date_of_birth: string;
+  country: string;
+  document_number: string;
+}
+
+export interface FormKycProvider {
+  readonly name: 'sandbox';
+  readonly kind: 'form';
+  /** Validates the form (throws a 400 naming each bad field) and returns the deterministic outcome. */
+  evaluate(form: SandboxForm, now: Date): KycResult;
+}
+
+export interface HostedKycProvider {
+  readonly name: 'stripe';
+  readonly kind: 'hosted';
+  /** Creates the provider's verification for our session; returns its reference and the hosted URL. */
+  start(input: { sessionId: string; returnUrl: string }): Promise<{ reference: string; url: string }>;
+}
+
+export type KycProvider = FormKycProvider | HostedKycProvider;
+
+export class KycInputError extends Error {
+  constructor(readonly problems: FieldProblem[]) {
+    super(`Invalid identity data: ${problems.map((p) => p.field).join(', ')}`);
+    this.name = 'KycInputError';
+  }
+}
+
+/** Age bracket from a date of birth on a given day (UTC): '21+', '18+' or 'under_18'. */
+export function ageBracket(dateOfBirth: string, now: Date): '21+' | '18+' | 'under_18' {
+  const [y, m, d] = dateOfBirth.split('-').map(Number);
+  let age = now.getUTCFullYear() - y;
+  const beforeBirthday = now.getUTCMonth() + 1 < m || (now.getUTCMonth() + 1 === m && now.getUTCDate() < d);
+  if (beforeBirthday) age--;
+  if (age >= 21) return '21+';
+  if (age >= 18) return '18+';
+  return 'under_18';
+}
+
+/** A real calendar date in YYYY-MM-DD, not in the future, not before 1900. */
+export function isValidBirthDate(value: string, now: Date): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
+  if (!m) return false;
+  const date = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
+  return date.getUTCFullYear() === Number(m[1]) && date.getUTCMonth() === Number(m[2]) - 1 && date.getUTCDate() === Number(m[3]) &&
+    Number(m[1]) >= 1900 && date.getTime() <= now.getTime();
+}

@@ -1,0 +1,41 @@
+// CSRF protection for the verify page's forms: a random HttpOnly, SameSite=Strict cookie plus a hidden form
+// token = HMAC(server secret, session id ‖ cookie). A POST without both, or with a token for another session
+// or another browser, is refused.
+import type { Request, Response } from 'express';
+import { hmacSha256, randomBase62, safeEqual } from '../crypto';
+
+export const CSRF_COOKIE = 'kya_verify_csrf';
+const COOKIE_RE = /^[0-9A-Za-z]{20,64}$/;
+
+function readCookie(req: Request, name: string): string | null {
+  const header = req.headers.cookie;
+  if (!header) return null;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return null;
+}
+
+export function csrfToken(secret: string, sessionId: string, cookie: string): string {
+  return hmacSha256(secret, `verify-csrf|${sessionId}|${cookie}`).toString('base64url');
+}
+
+/** The browser's CSRF cookie, set now when missing; returns the form token for this session. */
+export function issueCsrf(req: Request, res: Response, secret: string, sessionId: string, secure: boolean): string {
+  let cookie = readCookie(req, CSRF_COOKIE);
+  if (!cookie || !COOKIE_RE.test(cookie)) {
+    cookie = randomBase62(24);
+    res.append('Set-Cookie', `${CSRF_COOKIE}=${cookie}; Path=/verify; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`);
+    // Make the cookie visible to this same request's rendering.
+    req.headers.cookie = `${req.headers.cookie ? req.headers.cookie + '; ' : ''}${CSRF_COOKIE}=${cookie}`;
+  }
+  return csrfToken(secret, sessionId, cookie);
+}
+
+export function csrfValid(req: Request, secret: string, sessionId: string): boolean {
+  const cookie = readCookie(req, CSRF_COOKIE);
+  const presented = (req.body as Record<string, unknown> | undefined)?.csrf;
+  if (!cookie || !COOKIE_RE.test(cookie) || typeof presented !== 'string') return false;
+  return safeEqual(presented, csrfToken(secret, sessionId, cookie));
+}
