@@ -30,6 +30,12 @@ import { createKycProvider, type KycProvider } from './kyc';
 import { CredentialLifecycleService } from './services/credentials';
 import { WalletCapturesRepository } from './repositories/walletCaptures';
 import { WalletCaptureService } from './services/walletCapture';
+// [issue 3 assess] imports
+import { OperatorLookupRepository } from './repositories/operatorLookup';
+import { AuditLog, AuditRepository } from './repositories/audit';
+import { WalletListStore } from './sanctions/walletStore';
+import { WalletSanctionsService } from './sanctions/walletSanctions';
+import { AssessService } from './services/assess';
 
 export interface Clock {
   now(): Date;
@@ -80,6 +86,9 @@ export interface Deps {
     credentials: CredentialsRepository;
     sessions: SessionsRepository;
     // [issue 3 assess] repositories
+    operatorLookup: OperatorLookupRepository;
+    audit: AuditRepository;
+    walletLists: WalletListStore;
     // [issue 4 sessions] repositories
     refreshTokens: RefreshTokensRepository;
     operators: OperatorsRepository;
@@ -95,6 +104,9 @@ export interface Deps {
     credentials: CredentialsService;
     sessions: SessionsService;
     // [issue 3 assess] services
+    assess: AssessService;
+    walletSanctions: WalletSanctionsService;
+    auditLog: AuditLog;
     // [issue 4 sessions] services
     refreshTokens: RefreshTokensService;
     verification: VerificationService;
@@ -160,6 +172,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     credentials: new CredentialsRepository(db),
     sessions: new SessionsRepository(db),
     // [issue 3 assess] repositories
+    operatorLookup: new OperatorLookupRepository(db),
+    audit: new AuditRepository(db),
+    walletLists: new WalletListStore(db),
     // [issue 4 sessions] repositories
     refreshTokens: new RefreshTokensRepository(db),
     operators: new OperatorsRepository(db),
@@ -191,6 +206,21 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const credentialLifecycle = new CredentialLifecycleService(credentials, repos.accounts, sessions, config, now);
   const walletCapture = new WalletCaptureService(credentials, credentialLifecycle, repos.walletCaptures, now);
   // [issue 3 assess] services
+  const walletSanctions = new WalletSanctionsService(repos.walletLists, pubsub, logger, now, {
+    source: config.sanctions.walletSource,
+    format: config.sanctions.walletFormat,
+    refreshSeconds: config.sanctions.refreshSeconds,
+  });
+  lifecycle.onStart('walletSanctions', () => walletSanctions.start());
+  lifecycle.onStop('walletSanctions', () => walletSanctions.stop());
+  const auditLog = new AuditLog(repos.audit, logger);
+  lifecycle.onStart('auditLog', () => auditLog.start());
+  lifecycle.onStop('auditLog', () => auditLog.stop());
+  const assess = new AssessService({
+    config, logger, now, lookup: repos.operatorLookup, sanctions: walletSanctions, sessions, credentialLifecycle, jobs, audit: auditLog, credentials: repos.credentials,
+  });
+  lifecycle.onStart('assess', () => assess.start());
+  lifecycle.onStop('assess', () => assess.stop());
   // [issue 7 reputation] services
 
   const limiters = limiterFactory(redis, prefix, logger);
@@ -202,6 +232,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     credentials,
     sessions,
     // [issue 3 assess] services
+    assess,
+    walletSanctions,
+    auditLog,
     // [issue 4 sessions] services
     refreshTokens,
     verification,

@@ -4,6 +4,7 @@
 // returns each operator's KYC columns and linked wallets.
 import type { Knex } from 'knex';
 import type { KycStatus, VerificationLevel } from './accounts';
+import type { CredentialRow } from './credentials';
 
 export interface WalletRef {
   network: 'evm' | 'solana';
@@ -34,12 +35,6 @@ export interface OperatorRow {
   wallets: LinkedWalletRow[];
 }
 
-export interface CredentialRef {
-  id: string;
-  account_id: string;
-  expires_at: Date;
-  revoked_at: Date | null;
-}
 
 export interface LookupResult {
   /** Operator behind the claimed identity (wallet owner, or the credential's account); null when unlinked. */
@@ -47,7 +42,7 @@ export interface LookupResult {
   /** Operator owning the signer wallet; null when unlinked or no signer was given. */
   signer: OperatorRow | null;
   /** Token mode: the credential the hash matched (any state); null when none. */
-  credential: CredentialRef | null;
+  credential: CredentialRow | null;
   /** Wallet mode: true when the address was not in known_addresses before this call. */
   newAddress: boolean;
 }
@@ -70,7 +65,7 @@ interface RawRow extends Omit<OperatorRow, 'wallets' | 'account_id'> {
   account_id: string | null;
   wallets: Array<[string, string, number, number | null]> | null;
   inserted?: boolean | null;
-  credential?: { id: string; account_id: string; expires_at: string; revoked_at: string | null } | null;
+  credential?: (Omit<CredentialRow, 'created_at' | 'expires_at' | 'revoked_at' | 'last_used_at'> & Record<'created_at' | 'expires_at', string> & Record<'revoked_at' | 'last_used_at', string | null>) | null;
 }
 
 export class OperatorLookupRepository {
@@ -86,7 +81,7 @@ export class OperatorLookupRepository {
         on conflict (network, address) ${onConflict} returning (xmax = 0) as inserted)`);
       bindings.push(input.wallet.address, input.wallet.network);
     } else {
-      ctes.push(`cred as (select id, account_id, expires_at, revoked_at from credentials where token_hash = ?)`);
+      ctes.push(`cred as (select * from credentials where token_hash = ?)`);
       bindings.push(input.tokenHash);
     }
     const owners: string[] = [];
@@ -122,7 +117,13 @@ export class OperatorLookupRepository {
       claimed: toOperator(claimedRow),
       signer: toOperator(signerRow),
       credential: cred
-        ? { id: cred.id, account_id: cred.account_id, expires_at: new Date(cred.expires_at), revoked_at: cred.revoked_at ? new Date(cred.revoked_at) : null }
+        ? {
+            ...cred,
+            created_at: new Date(cred.created_at),
+            expires_at: new Date(cred.expires_at),
+            revoked_at: cred.revoked_at ? new Date(cred.revoked_at) : null,
+            last_used_at: cred.last_used_at ? new Date(cred.last_used_at) : null,
+          }
         : null,
       newAddress: claimedRow?.inserted === true,
     };

@@ -6,11 +6,14 @@ import { walletsRouter } from './wallets';
 import { sessionsRouter } from './sessions';
 import { verifyRouter } from '../verify/router';
 import { kycWebhookRouter } from '../kyc/webhook';
+import { assessRouter } from './assess';
+import { telemetryRouter } from './telemetry';
 
 /** Routes that need the raw body (webhook signatures) — mounted before the JSON parser. */
 export function mountRawRoutes(_app: Express, _deps: Deps): void {
   // (KYC provider webhooks are mounted here.)
   _app.use(kycWebhookRouter(_deps));
+  _app.use(telemetryRouter(_deps)); // lenient body parsing of its own: telemetry never fails the caller
 }
 
 /** JSON API and pages. */
@@ -21,4 +24,5 @@ export function mountRoutes(_app: Express, _deps: Deps): void {
   _app.use(credentialsRouter(_deps));
   _app.use(sessionsRouter(_deps));
   _app.use(verifyRouter(_deps));
+  _app.use(assessRouter(_deps));
 }
