@@ -7,8 +7,9 @@ import { createLogger } from '../logger';
 import { prepareDatabase } from '../bootstrap';
 import { parseCommandArgs, type Command } from './registry';
 import { accountCommands } from './commands/account';
+import { screeningCommands } from './commands/screening';
 
-const COMMANDS: Command[] = [...accountCommands];
+const COMMANDS: Command[] = [...accountCommands, ...screeningCommands];
 
 function usage(): string {
   return ['Usage: npm run admin -- <command>', '', ...COMMANDS.map((c) => `  ${c.usage}`)].join('\n');
