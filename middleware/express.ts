@@ -1,0 +1,99 @@
+// The Express adapter — the only file that imports express. Turns the core's allow | degraded-allow | deny
+// union into next() or a response, keeps the per-request result, and fires wallet capture after a 2xx.
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { GateCore, type CaptureContext, type Evaluation, type GateResult } from './core';
+import { sendCapture, type CaptureInput, type CaptureResult } from './capture';
+import { parseOptions, type GateOptions, type GateDenial } from './options';
+import { hasPaymentHeader } from './signer';
+
+interface RequestState {
+  result: GateResult;
+  capture: CaptureContext;
+  core: GateCore<Request, Response>;
+}
+
+// Request-scoped by construction: the entry lives exactly as long as the request object.
+const states = new WeakMap<Request, RequestState>();
+
+export interface Gate extends RequestHandler {
+  /** Closes the keep-alive sockets to the identity server (graceful shutdown, tests). */
+  close(): void;
+}
+
+/** Builds the gate middleware; every option is validated here, once (throws GateOptionsError). */
+export function createGate(options: GateOptions<Request, Response>): Gate {
+  const config = parseOptions(options);
+  const core = new GateCore<Request, Response>(config);
+
+  const gate = async function kyaGate(req: Request, res: Response, next: NextFunction): Promise<void> {
+    let evaluation: Evaluation;
+    try {
+      evaluation = await core.evaluate(req, req.headers);
+    } catch (err) {
+      return next(err);
+    }
+    states.set(req, { result: evaluation.result, capture: evaluation.capture, core });
+    if (evaluation.kind === 'deny') {
+      try {
+        await sendDenial(req, res, evaluation.denial, config.onDenied);
+      } catch (err) {
+        next(err);
+      }
+      return;
+    }
+    if (evaluation.kind === 'degraded-allow' && config.degradedHeader) res.setHeader(config.degradedHeader, evaluation.infraReason);
+    if (config.captureOn === 'success') captureAfterSuccess(res, core, evaluation.capture);
+    next();
+  } as Gate;
+  gate.close = () => core.close();
+  return gate;
+}
+
+/**
+ * Runs the gate only when the request carries a payment header (x402 `PAYMENT-SIGNATURE` / `X-PAYMENT`, or
+ * `Authorization: Payment`), so an anonymous first request still reaches the route and gets its 402
+ * challenge. Accepts options (builds its own gate) or an existing gate.
+ */
+export function conditionalGate(gateOrOptions: Gate | GateOptions<Request, Response>): Gate {
+  const gate = typeof gateOrOptions === 'function' ? gateOrOptions : createGate(gateOrOptions);
+  const conditional = function kyaConditionalGate(req: Request, res: Response, next: NextFunction) {
+    if (!hasPaymentHeader(req.headers)) return next();
+    return gate(req, res, next);
+  } as Gate;
+  conditional.close = () => gate.close();
+  return conditional;
+}
+
+/** The gate's verdict for this request (assess data, operator handle, signer verdict, quota, degraded state). */
+export function getGateResult(req: Request): Readonly<GateResult> | undefined {
+  return states.get(req)?.result;
+}
+
+/**
+ * Reports the wallet that paid for this request (for `captureOn: 'manual'`, e.g. after settlement).
+ * Resolves — never rejects — with what happened; a no-op for wallet-authenticated requests.
+ */
+export function captureWallet(req: Request, input: CaptureInput): Promise<CaptureResult> {
+  const state = states.get(req);
+  if (!state) return Promise.resolve({ status: 'skipped', reason: 'not_gated' });
+  return sendCapture(state.core.client, state.core.config.logger, state.capture.operatorToken, input);
+}
+
+function captureAfterSuccess(res: Response, core: GateCore<Request, Response>, capture: CaptureContext): void {
+  const signer = capture.signer;
+  if (!capture.operatorToken || !signer || signer.address === null) return;
+  // 'finish' = the response was fully handed to the OS; a closed connection or a ≥ 400 means no capture.
+  res.once('finish', () => {
+    if (res.statusCode < 200 || res.statusCode >= 300) return;
+    void sendCapture(core.client, core.config.logger, capture.operatorToken, { walletAddress: signer.address!, network: signer.network, idempotencyKey: signer.idempotencyKey });
+  });
+}
+
+async function sendDenial(req: Request, res: Response, denial: GateDenial, onDenied: ((req: Request, res: Response, denial: GateDenial) => void | Promise<void>) | undefined): Promise<void> {
+  if (onDenied) {
+    await onDenied(req, res, denial);
+    if (res.headersSent) return;
+  }
+  for (const [name, value] of Object.entries(denial.headers)) res.setHeader(name, value);
+  res.status(denial.status).json(denial.body);
+}
