@@ -36,6 +36,11 @@ import { AuditLog, AuditRepository } from './repositories/audit';
 import { WalletListStore } from './sanctions/walletStore';
 import { WalletSanctionsService } from './sanctions/walletSanctions';
 import { AssessService } from './services/assess';
+import { ReputationRepository } from './repositories/reputation';
+import { ReputationChainRepository } from './repositories/reputationChain';
+import { ReputationService } from './services/reputation';
+import { loadChainsFile } from './chain/config';
+import type { HttpFetcher } from './chain/safeFetch';
 
 export interface Clock {
   now(): Date;
@@ -97,6 +102,8 @@ export interface Deps {
     // [issue 5 credentials] repositories
     walletCaptures: WalletCapturesRepository;
     // [issue 7 reputation] repositories
+    reputation: ReputationRepository;
+    reputationChain: ReputationChainRepository;
   };
   services: {
     accounts: AccountsService;
@@ -116,6 +123,7 @@ export interface Deps {
     credentialLifecycle: CredentialLifecycleService;
     walletCapture: WalletCaptureService;
     // [issue 7 reputation] services
+    reputation: ReputationService;
   };
 }
 
@@ -126,6 +134,8 @@ export interface DepsOverrides {
   runWorkers?: boolean;
   /** Prefix for Redis keys and queues (tests isolate themselves with it). */
   redisPrefix?: string;
+  /** [issue 7 reputation] outbound fetcher for agent registration files and websites (tests inject a fake). */
+  reputationFetcher?: HttpFetcher;
 }
 
 export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
@@ -183,6 +193,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     // [issue 5 credentials] repositories
     walletCaptures: new WalletCapturesRepository(db),
     // [issue 7 reputation] repositories
+    reputation: new ReputationRepository(db),
+    reputationChain: new ReputationChainRepository(db),
   };
   const accounts = new AccountsService(db, repos.accounts, repos.apiKeys, pubsub, config, logger);
   const quota = new QuotaService(kv, repos.usage, logger, () => clock.now());
@@ -222,6 +234,12 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   lifecycle.onStart('assess', () => assess.start());
   lifecycle.onStop('assess', () => assess.stop());
   // [issue 7 reputation] services
+  const reputation = new ReputationService({
+    db, config, chains: loadChainsFile(config.reputation.chainsFile), repo: repos.reputation, chainRepo: repos.reputationChain,
+    jobs, logger, now, fetcher: overrides.reputationFetcher,
+  });
+  lifecycle.onStart('reputation', () => reputation.start(overrides.runWorkers ?? true));
+  lifecycle.onStop('reputation', () => reputation.stop());
 
   const limiters = limiterFactory(redis, prefix, logger);
   const meter = createMeter(limiters, quota);
@@ -244,6 +262,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     credentialLifecycle,
     walletCapture,
     // [issue 7 reputation] services
+    reputation,
   };
   return { config, logger, clock, db, redis, kv, pubsub, jobs, metrics, limiters, meter, lifecycle, repos, services };
 }

@@ -8,6 +8,7 @@ import { verifyRouter } from '../verify/router';
 import { kycWebhookRouter } from '../kyc/webhook';
 import { assessRouter } from './assess';
 import { telemetryRouter } from './telemetry';
+import { reputationRouter } from './reputation';
 
 /** Routes that need the raw body (webhook signatures) — mounted before the JSON parser. */
 export function mountRawRoutes(_app: Express, _deps: Deps): void {
@@ -25,4 +26,5 @@ export function mountRoutes(_app: Express, _deps: Deps): void {
   _app.use(sessionsRouter(_deps));
   _app.use(verifyRouter(_deps));
   _app.use(assessRouter(_deps));
+  _app.use(reputationRouter(_deps));
 }

@@ -1,0 +1,174 @@
+// Reputation tables the scorer writes and the endpoint reads (subjects, per-chain and per-agent scores), plus
+// the identity lookups reputation needs from other areas' tables: known addresses, claimed and captured
+// wallets and their operator's verification level. knex only.
+import type { Knex } from 'knex';
+import type { VerificationLevel } from '../reputation/formulas';
+
+export interface SubjectRow {
+  network: 'evm' | 'solana';
+  address: string;
+  chains: string[];
+  score: number | null;
+  grade: string | null;
+  entity_type: string | null;
+  operator_score: Record<string, unknown> | null;
+  reputation: Record<string, unknown> | null;
+  agents: Array<Record<string, unknown>>;
+  caveats: string[];
+  version: string;
+  scored_at: Date | null;
+  updated_at: Date;
+}
+
+export interface ChainScoreRow {
+  network: string;
+  address: string;
+  chain: string;
+  score: number;
+  grade: string;
+  confidence: number;
+  dimensions: Record<string, number>;
+  classification: Record<string, unknown>;
+  identity: Record<string, unknown>;
+  activity: Record<string, unknown>;
+  evidence: Record<string, unknown>;
+  version: string;
+  scored_at: Date;
+}
+
+export interface AgentScoreRow {
+  chain: string;
+  token_id: string;
+  score: number;
+  grade: string;
+  confidence: number;
+  dimensions: Record<string, number>;
+  version: string;
+  scored_at: Date;
+}
+
+export interface CaptureRow {
+  wallet_address: string;
+  account_id: string;
+  transaction_count: number;
+  first_seen_at: Date;
+  last_seen_at: Date;
+}
+
+const LEVEL_RANK: Record<VerificationLevel, number> = { none: 0, wallet_claimed: 1, kyc_verified: 2 };
+
+export class ReputationRepository {
+  constructor(private readonly db: Knex) {}
+
+  async knownAddress(network: string, address: string): Promise<{ first_seen_at: Date } | null> {
+    return (await this.db('known_addresses').where({ network, address }).first('first_seen_at')) ?? null;
+  }
+
+  /** Claimed or captured by some operator (the service has seen this wallet itself). */
+  async isLinkedWallet(network: string, address: string): Promise<boolean> {
+    const row = await this.db.raw(
+      `select exists(select 1 from operator_wallets where network = ? and address = ?)
+           or exists(select 1 from wallet_captures where network = ? and wallet_address = ?) as linked`,
+      [network, address, network, address],
+    );
+    return Boolean(row.rows[0]?.linked);
+  }
+
+  /** The highest verification level among operators that claimed or captured this wallet; 'none' otherwise. */
+  async verificationLevel(network: string, address: string): Promise<VerificationLevel> {
+    const rows = await this.db.raw(
+      `select a.verification_level from accounts a
+        where a.id in (select account_id from operator_wallets where network = ? and address = ?
+                       union select account_id from wallet_captures where network = ? and wallet_address = ?)`,
+      [network, address, network, address],
+    );
+    let best: VerificationLevel = 'none';
+    for (const r of rows.rows as Array<{ verification_level: VerificationLevel }>) {
+      if (LEVEL_RANK[r.verification_level] > LEVEL_RANK[best]) best = r.verification_level;
+    }
+    return best;
+  }
+
+  async capturesOf(network: string, addresses: string[]): Promise<CaptureRow[]> {
+    if (addresses.length === 0) return [];
+    const rows = await this.db('wallet_captures')
+      .where({ network })
+      .whereIn('wallet_address', addresses)
+      .select('wallet_address', 'account_id', 'transaction_count', 'first_seen_at', 'last_seen_at');
+    return rows.map((r) => ({ ...r, transaction_count: Number(r.transaction_count), first_seen_at: new Date(r.first_seen_at), last_seen_at: new Date(r.last_seen_at) }));
+  }
+
+  async getSubject(network: string, address: string): Promise<SubjectRow | null> {
+    const row = await this.db('reputation_subjects').where({ network, address }).first();
+    return row ? { ...row, score: row.score === null ? null : Number(row.score) } : null;
+  }
+
+  async chainScores(network: string, address: string): Promise<ChainScoreRow[]> {
+    const rows = await this.db('reputation_chain_scores').where({ network, address }).orderBy('chain');
+    return rows.map((r) => ({ ...r, score: Number(r.score), confidence: Number(r.confidence) }));
+  }
+
+  async agentScores(keys: Array<{ chain: string; token_id: string }>, trx?: Knex.Transaction): Promise<AgentScoreRow[]> {
+    if (keys.length === 0) return [];
+    const rows = await (trx ?? this.db)('reputation_agent_scores').whereIn(['chain', 'token_id'], keys.map((k) => [k.chain, k.token_id]));
+    return rows.map((r) => ({ ...r, score: Number(r.score), confidence: Number(r.confidence) }));
+  }
+
+  async saveChainScore(row: ChainScoreRow, trx?: Knex.Transaction): Promise<void> {
+    const data = {
+      ...row,
+      dimensions: JSON.stringify(row.dimensions),
+      classification: JSON.stringify(row.classification),
+      identity: JSON.stringify(row.identity),
+      activity: JSON.stringify(row.activity),
+      evidence: JSON.stringify(row.evidence),
+    };
+    await (trx ?? this.db)('reputation_chain_scores').insert(data).onConflict(['network', 'address', 'chain']).merge();
+  }
+
+  async saveAgentScores(rows: AgentScoreRow[], trx?: Knex.Transaction): Promise<void> {
+    if (rows.length === 0) return;
+    await (trx ?? this.db)('reputation_agent_scores')
+      .insert(rows.map((r) => ({ ...r, dimensions: JSON.stringify(r.dimensions) })))
+      .onConflict(['chain', 'token_id'])
+      .merge();
+  }
+
+  async saveSubject(row: Omit<SubjectRow, 'version'> & { version: string; last_error?: string | null }, trx?: Knex.Transaction): Promise<void> {
+    const data = {
+      ...row,
+      operator_score: row.operator_score === null ? null : JSON.stringify(row.operator_score),
+      reputation: row.reputation === null ? null : JSON.stringify(row.reputation),
+      agents: JSON.stringify(row.agents),
+    };
+    await (trx ?? this.db)('reputation_subjects').insert(data).onConflict(['network', 'address']).merge();
+  }
+
+  /** The subset of `addresses` that already has a profile or was seen by assess. */
+  async filterKnown(network: string, addresses: string[]): Promise<string[]> {
+    if (addresses.length === 0) return [];
+    const rows = await this.db.raw(
+      `select address from reputation_subjects where network = ? and address = any(?)
+       union select address from known_addresses where network = ? and address = any(?)`,
+      [network, addresses, network, addresses],
+    );
+    return (rows.rows as Array<{ address: string }>).map((r) => r.address);
+  }
+
+  /** Subjects whose score is older than `before` (oldest first), for the periodic re-score. */
+  async staleSubjects(before: Date, limit: number): Promise<Array<{ network: 'evm' | 'solana'; address: string }>> {
+    return this.db('reputation_subjects').where('scored_at', '<', before).orderBy('scored_at').limit(limit).select('network', 'address');
+  }
+
+  /** Addresses assess has seen that were never scored (their job may have been lost), oldest first. */
+  async unscoredKnown(limit: number): Promise<Array<{ network: 'evm' | 'solana'; address: string }>> {
+    return this.db('known_addresses as k')
+      .leftJoin('reputation_subjects as s', function () {
+        this.on('s.network', 'k.network').andOn('s.address', 'k.address');
+      })
+      .where((q) => q.whereNull('s.address').orWhereNull('s.scored_at'))
+      .orderBy('k.first_seen_at')
+      .limit(limit)
+      .select('k.network', 'k.address');
+  }
+}

@@ -1,0 +1,390 @@
+// Scores one address from indexed data only (the database, never the RPC): per chain it builds the formula
+// features, dimensions, classification and the profile blocks, scores the operator's agents, and writes it all
+// in one transaction. A configured chain whose indexer is not in sync is skipped, so its previous score ages
+// into `stale` instead of being recomputed from incomplete data ("stale, never wrong").
+import type { Knex } from 'knex';
+import type { Logger } from '../logger';
+import type { ChainConfig } from '../chain/config';
+import { metadataKind } from '../chain/registration';
+import type { AgentRow, FeedbackRow, PaymentRow, ReputationChainRepository, SyncStateRow } from '../repositories/reputationChain';
+import type { AgentScoreRow, CaptureRow, ChainScoreRow, ReputationRepository } from '../repositories/reputation';
+import { parseAddress } from '../../shared/address';
+import {
+  SCORE_VERSION,
+  classify,
+  emptyFeatures,
+  feedbackKind,
+  feedbackValue,
+  grade,
+  operatorScore,
+  scoreFeatures,
+  type Features,
+  type VerificationLevel,
+} from './formulas';
+
+export interface ScoreJobData {
+  address: string;
+  network: 'evm' | 'solana';
+  chain: string | null;
+  reason: string;
+}
+
+export interface ScoreOutcome {
+  scored: string[];
+  skipped: string[];
+}
+
+/** A captured payer's payments within this margin of its capture window count as verified. */
+const CAPTURE_WINDOW_MARGIN_MS = 24 * 3600_000;
+const MAX_AGENTS_SCORED = 500;
+
+const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
+const round1 = (x: number) => Math.round(x * 10) / 10;
+const utcDay = (d: Date) => d.toISOString().slice(0, 10);
+const utcMonth = (d: Date) => d.toISOString().slice(0, 7);
+
+interface RegistrationJson {
+  name?: string | null;
+  services?: Array<{ name: string; endpoint: string }>;
+  x402_support?: boolean;
+  active?: boolean | null;
+  website_url?: string | null;
+  github_url?: string | null;
+  ens_name?: string | null;
+}
+
+interface EvidenceJson {
+  has_a2a_agent_card?: boolean;
+  website_reachable?: boolean | null;
+  website_mentions_mcp?: boolean | null;
+  website_mentions_x402?: boolean | null;
+  github_stars?: number | null;
+}
+
+export class ReputationScorer {
+  private readonly chains: Map<string, ChainConfig>;
+
+  constructor(
+    private readonly db: Knex,
+    private readonly repo: ReputationRepository,
+    private readonly chainRepo: ReputationChainRepository,
+    chains: ChainConfig[],
+    private readonly logger: Logger,
+    private readonly now: () => Date,
+  ) {
+    this.chains = new Map(chains.map((c) => [c.name, c]));
+  }
+
+  /** The chain a never-seen address is scored on: base (spec), unless the server indexes other chains only. */
+  defaultChain(network: 'evm' | 'solana'): string {
+    if (network === 'solana') return 'solana';
+    if (this.chains.size === 0 || this.chains.has('base')) return 'base';
+    return [...this.chains.keys()][0];
+  }
+
+  /** True when `chain` is not indexed here, or its indexer reached the confirmed head recently enough. */
+  isInSync(chain: string, states: Map<string, SyncStateRow>, now: Date): boolean {
+    const config = this.chains.get(chain);
+    if (!config) return true;
+    const synced = states.get(chain)?.last_synced_at;
+    return Boolean(synced && now.getTime() - new Date(synced).getTime() <= config.maxIndexLagSeconds * 1000);
+  }
+
+  async score(job: ScoreJobData): Promise<ScoreOutcome> {
+    const parsed = parseAddress(job.address);
+    if (!parsed) throw new Error('reputation.score: malformed address');
+    const { network, address } = parsed;
+    const now = this.now();
+    const states = new Map((await this.chainRepo.syncStates()).map((s) => [s.chain, s]));
+    const existing = await this.repo.chainScores(network, address);
+
+    const evm = network === 'evm';
+    const [owned, asWallet, payments, evidenceChains] = evm
+      ? await Promise.all([
+          this.chainRepo.agentsOwnedBy(address),
+          this.chainRepo.agentsWithWallet(address),
+          this.chainRepo.paymentsOf(address),
+          this.chainRepo.chainsWithEvidence(address),
+        ])
+      : [[], [], [], []];
+    const jobChain = job.chain && (evm ? job.chain !== 'solana' : job.chain === 'solana') ? job.chain : null;
+    let targets = [...new Set([jobChain, ...evidenceChains, ...existing.map((c) => c.chain)].filter((c): c is string => Boolean(c)))];
+    if (targets.length === 0) targets = [this.defaultChain(network)];
+
+    const [ownCaptures, level] = await Promise.all([this.repo.capturesOf(network, [address]), this.repo.verificationLevel(network, address)]);
+    const incomingPayers = [...new Set(payments.filter((p) => p.payee === address).map((p) => p.payer))];
+    const payerCaptures = groupBy(await this.repo.capturesOf(network, incomingPayers), (c) => c.wallet_address);
+
+    const related = uniqueAgents([...owned, ...asWallet]);
+    const feedbackByChain = new Map<string, FeedbackRow[]>();
+    for (const chain of new Set(related.map((a) => a.chain))) {
+      feedbackByChain.set(chain, (await this.chainRepo.feedbackFor(chain, related.filter((a) => a.chain === chain).map((a) => a.token_id))).filter((f) => !f.revoked_at));
+    }
+
+    const scored: string[] = [];
+    const skipped: string[] = [];
+    const chainRows: ChainScoreRow[] = [];
+    for (const chain of targets) {
+      if (!this.isInSync(chain, states, now)) {
+        skipped.push(chain);
+        continue;
+      }
+      const chainAgents = related.filter((a) => a.chain === chain);
+      const chainOwned = owned.filter((a) => a.chain === chain);
+      const chainPayments = payments.filter((p) => p.chain === chain);
+      const feedback = feedbackByChain.get(chain) ?? [];
+      const features = buildFeatures({
+        address,
+        agents: chainAgents,
+        ownedCount: chainOwned.length,
+        isAgentWallet: asWallet.some((a) => a.chain === chain),
+        payments: chainPayments,
+        ownCaptures,
+        payerCaptures,
+        feedback,
+        level,
+      });
+      const result = scoreFeatures(features.features);
+      const classification = classify(features.features, owned.length);
+      const linked = ownCaptures.length > 0 || level !== 'none' || (await this.repo.isLinkedWallet(network, address));
+      chainRows.push({
+        network,
+        address,
+        chain,
+        score: result.score,
+        grade: result.grade,
+        confidence: result.confidence,
+        dimensions: { ...result.dimensions },
+        classification: {
+          ...classification,
+          is_known: related.length > 0 || linked,
+          is_known_erc8004_agent: chainAgents.length > 0,
+          has_candidate_payment_activity: chainPayments.length > 0,
+          has_verified_payment_activity: features.verifiedTotal > 0,
+        },
+        identity: features.identity,
+        activity: features.activity,
+        evidence: features.evidence,
+        version: SCORE_VERSION,
+        scored_at: now,
+      });
+      scored.push(chain);
+    }
+
+    if (chainRows.length === 0 && existing.length === 0) {
+      this.logger.info({ network, address, skipped }, 'reputation: nothing scoreable yet (chains out of sync)');
+      return { scored, skipped };
+    }
+
+    // Agent scores for the operator's agents on chains whose index is in sync; others keep their last score.
+    const agentRows: AgentScoreRow[] = [];
+    for (const agent of owned.slice(0, MAX_AGENTS_SCORED)) {
+      if (!this.isInSync(agent.chain, states, now)) continue;
+      const walletPayments = agent.agent_wallet ? await this.chainRepo.paymentsOf(agent.agent_wallet, agent.chain) : [];
+      const walletCaptures = agent.agent_wallet ? await this.repo.capturesOf(network, [agent.agent_wallet]) : [];
+      const f = buildFeatures({
+        address: agent.agent_wallet ?? '',
+        agents: [agent],
+        ownedCount: 1,
+        isAgentWallet: false,
+        payments: walletPayments,
+        ownCaptures: walletCaptures,
+        payerCaptures: new Map(),
+        feedback: (feedbackByChain.get(agent.chain) ?? []).filter((fb) => fb.token_id === agent.token_id),
+        level,
+      }).features;
+      const r = scoreFeatures(f);
+      agentRows.push({ chain: agent.chain, token_id: agent.token_id, score: r.score, grade: r.grade, confidence: r.confidence, dimensions: { ...r.dimensions }, version: SCORE_VERSION, scored_at: now });
+    }
+
+    await this.db.transaction(async (trx) => {
+      for (const row of chainRows) await this.repo.saveChainScore(row, trx);
+      await this.repo.saveAgentScores(agentRows, trx);
+      const allChainRows = [...chainRows, ...existing.filter((e) => !chainRows.some((c) => c.chain === e.chain))];
+      const agentScores = new Map(
+        (await this.repo.agentScores(owned.map((a) => ({ chain: a.chain, token_id: a.token_id })), trx)).map((s) => [`${s.chain}:${s.token_id}`, s]),
+      );
+      const agents = owned.map((a) => {
+        const s = agentScores.get(`${a.chain}:${a.token_id}`);
+        return { token_id: Number(a.token_id), chain: a.chain, name: (a.registration as RegistrationJson | null)?.name ?? null, score: s?.score ?? null, grade: s?.grade ?? null };
+      });
+      const opValue = operatorScore(agents.map((a) => a.score).filter((s): s is number => s !== null));
+      const operator = owned.length > 0 && opValue !== null
+        ? { score: opValue, grade: grade(opValue), agent_count: owned.length, chains_active: [...new Set(owned.map((a) => a.chain))].sort() }
+        : null;
+      const best = [...allChainRows].sort((x, y) => y.score - x.score)[0];
+      const topScore = operator ? operator.score : best.score;
+      const entityType = owned.length > 0 ? 'operator' : String(best.classification.entity_type);
+      await this.repo.saveSubject(
+        {
+          network,
+          address,
+          chains: [...new Set(allChainRows.map((r) => r.chain))].sort(),
+          score: topScore,
+          grade: grade(topScore),
+          entity_type: entityType,
+          operator_score: operator,
+          reputation: reputationBlock([...feedbackByChain.values()].flat()),
+          agents,
+          caveats: registrationCaveats(related),
+          version: SCORE_VERSION,
+          // The oldest chain score behind the profile: a profile is only as fresh as its stalest part.
+          scored_at: new Date(Math.min(...allChainRows.map((r) => new Date(r.scored_at).getTime()))),
+          updated_at: now,
+          last_error: null,
+        },
+        trx,
+      );
+    });
+    this.logger.debug({ network, address, scored, skipped, reason: job.reason }, 'reputation scored');
+    return { scored, skipped };
+  }
+}
+
+function groupBy<T>(items: T[], key: (t: T) => string): Map<string, T[]> {
+  const map = new Map<string, T[]>();
+  for (const item of items) map.set(key(item), [...(map.get(key(item)) ?? []), item]);
+  return map;
+}
+
+function uniqueAgents(agents: AgentRow[]): AgentRow[] {
+  const seen = new Map<string, AgentRow>();
+  for (const a of agents) seen.set(`${a.chain}:${a.token_id}`, a);
+  return [...seen.values()];
+}
+
+function average(values: number[]): number | null {
+  return values.length ? round1(values.reduce((s, v) => s + v, 0) / values.length) : null;
+}
+
+/** Trust average: `trust`-kind feedback (starred etc.); when there is none, every feedback value. */
+function trustAverage(feedback: FeedbackRow[]): number | null {
+  const values = feedback.map((f) => ({ kind: feedbackKind(f.tag1), v: feedbackValue(f.value, f.value_decimals) }));
+  return average(values.filter((x) => x.kind === 'trust').map((x) => x.v)) ?? average(values.map((x) => x.v));
+}
+
+function reputationBlock(feedback: FeedbackRow[]): Record<string, unknown> | null {
+  if (feedback.length === 0) return null;
+  const byKind = (k: string) => feedback.filter((f) => feedbackKind(f.tag1) === k).map((f) => feedbackValue(f.value, f.value_decimals));
+  const last = feedback.reduce<Date | null>((m, f) => (f.given_at && (!m || new Date(f.given_at) > m) ? new Date(f.given_at) : m), null);
+  return {
+    feedback_count: feedback.length,
+    client_count: new Set(feedback.map((f) => `${f.chain}:${f.client_address}`)).size,
+    trust_avg: average(byKind('trust')),
+    uptime_avg: average(byKind('uptime')),
+    activity_avg: average(byKind('activity')),
+    last_feedback_at: iso(last),
+  };
+}
+
+function registrationCaveats(agents: AgentRow[]): string[] {
+  const out: string[] = [];
+  for (const a of agents) {
+    if (a.registration_status === 'error') out.push(`Registration file of agent ${a.token_id} on ${a.chain} could not be read; its last readable version (if any) is used.`);
+    if (a.registration_status === 'unsupported') out.push(`Registration file of agent ${a.token_id} on ${a.chain} uses a URI scheme this server does not fetch (${metadataKind(a.agent_uri)}).`);
+  }
+  return out.slice(0, 10);
+}
+
+interface FeatureInput {
+  address: string;
+  agents: AgentRow[];
+  ownedCount: number;
+  isAgentWallet: boolean;
+  payments: PaymentRow[];
+  ownCaptures: CaptureRow[];
+  payerCaptures: Map<string, CaptureRow[]>;
+  feedback: FeedbackRow[];
+  level: VerificationLevel;
+}
+
+/** Turns indexed rows into formula features plus the profile's identity, activity and evidence blocks. */
+export function buildFeatures(input: FeatureInput) {
+  const f: Features = emptyFeatures();
+  f.registeredAgents = input.ownedCount;
+  f.isAgentWallet = input.isAgentWallet;
+  f.verificationLevel = input.level;
+
+  const regs = input.agents.filter((a) => a.registration_status === 'ok' || a.registration).map((a) => (a.registration ?? {}) as RegistrationJson);
+  const evs = input.agents.map((a) => (a.evidence ?? {}) as EvidenceJson);
+  const firstOf = <T>(values: Array<T | null | undefined>): T | null => values.find((v) => v !== null && v !== undefined) ?? null;
+  f.registrationResolved = input.agents.some((a) => a.registration_status === 'ok');
+  f.hasName = regs.some((r) => Boolean(r.name));
+  f.services = [...new Set(regs.flatMap((r) => (r.services ?? []).map((s) => s.name.toLowerCase())))].sort();
+  f.x402Support = regs.some((r) => r.x402_support === true);
+  f.active = regs.some((r) => r.active === true) ? true : regs.some((r) => r.active === false) ? false : null;
+  const websiteUrl = firstOf(regs.map((r) => r.website_url));
+  const githubUrl = firstOf(regs.map((r) => r.github_url));
+  const ensName = firstOf(regs.map((r) => r.ens_name));
+  f.hasWebsite = Boolean(websiteUrl);
+  f.hasGithub = Boolean(githubUrl);
+  f.hasEns = Boolean(ensName);
+  f.hasA2aCard = evs.some((e) => e.has_a2a_agent_card === true);
+  const anyTrue = (vs: Array<boolean | null | undefined>) => (vs.some((v) => v === true) ? true : vs.some((v) => v === false) ? false : null);
+  f.websiteReachable = websiteUrl ? anyTrue(evs.map((e) => e.website_reachable)) : null;
+  f.websiteMentionsMcp = websiteUrl ? anyTrue(evs.map((e) => e.website_mentions_mcp)) : null;
+  f.websiteMentionsX402 = websiteUrl ? anyTrue(evs.map((e) => e.website_mentions_x402)) : null;
+  const stars = evs.map((e) => e.github_stars).filter((s): s is number => typeof s === 'number');
+  f.githubStars = githubUrl && stars.length ? Math.max(...stars) : null;
+
+  const asPayer = input.payments.filter((p) => p.payer === input.address);
+  const asPayee = input.payments.filter((p) => p.payee === input.address);
+  const counterparties = new Set([...asPayer.map((p) => p.payee), ...asPayee.map((p) => p.payer)]);
+  const times = input.payments.map((p) => p.block_time);
+  f.candidate = {
+    asPayer: asPayer.length,
+    asPayee: asPayee.length,
+    counterparties: counterparties.size,
+    activeDays: new Set(times.map(utcDay)).size,
+    activeMonths: new Set(times.map(utcMonth)).size,
+  };
+
+  // Verified: payments the service itself saw. As payer: the merchant-reported captures of this wallet. As
+  // payee: on-chain payments into this address from wallets captured around the time they paid.
+  const verifiedIncoming = asPayee.filter((p) =>
+    (input.payerCaptures.get(p.payer) ?? []).some(
+      (c) => p.block_time.getTime() >= c.first_seen_at.getTime() - CAPTURE_WINDOW_MARGIN_MS && p.block_time.getTime() <= c.last_seen_at.getTime() + CAPTURE_WINDOW_MARGIN_MS,
+    ),
+  );
+  const capturedCount = input.ownCaptures.reduce((s, c) => s + c.transaction_count, 0);
+  f.verified = { asPayer: capturedCount, asPayee: verifiedIncoming.length };
+  const verifiedTimes = [...input.ownCaptures.flatMap((c) => [c.first_seen_at, c.last_seen_at]), ...verifiedIncoming.map((p) => p.block_time)].map((d) => d.getTime());
+
+  f.feedback = { count: input.feedback.length, clients: new Set(input.feedback.map((x) => x.client_address)).size, trustAvg: trustAverage(input.feedback) };
+
+  const minTime = (ts: number[]) => (ts.length ? new Date(Math.min(...ts)) : null);
+  const maxTime = (ts: number[]) => (ts.length ? new Date(Math.max(...ts)) : null);
+  const candidateTimes = times.map((d) => d.getTime());
+  const verifiedTotal = f.verified.asPayer + f.verified.asPayee;
+  const firstAgent = input.agents[0];
+  return {
+    features: f,
+    verifiedTotal,
+    identity: { ens_name: ensName, website_url: websiteUrl, github_url: githubUrl },
+    activity: {
+      total_candidate_transactions: input.payments.length,
+      total_verified_transactions: verifiedTotal,
+      as_candidate_payer: asPayer.length,
+      as_candidate_payee: asPayee.length,
+      as_verified_payer: f.verified.asPayer,
+      as_verified_payee: f.verified.asPayee,
+      counterparties_count: counterparties.size,
+      active_days: f.candidate.activeDays,
+      active_months: f.candidate.activeMonths,
+      first_candidate_tx_at: iso(minTime(candidateTimes)),
+      last_candidate_tx_at: iso(maxTime(candidateTimes)),
+      first_verified_tx_at: iso(minTime(verifiedTimes)),
+      last_verified_tx_at: iso(maxTime(verifiedTimes)),
+    },
+    evidence: {
+      metadata_kind: metadataKind(firstAgent?.agent_uri ?? null),
+      has_a2a_agent_card: f.hasA2aCard,
+      website_url: websiteUrl,
+      website_reachable: f.websiteReachable,
+      website_mentions_mcp: f.websiteMentionsMcp,
+      website_mentions_x402: f.websiteMentionsX402,
+      github_url: githubUrl,
+      github_stars: f.githubStars,
+    },
+  };
+}
