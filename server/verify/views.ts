@@ -22,7 +22,7 @@ export interface FieldErrors {
 }
 
 const STYLE = `
-*{box-sizing:border-box}body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;background:#f4f5f7;color:#1b1f24}
+*{box-sizing:border-box}[hidden]{display:none!important}body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;background:#f4f5f7;color:#1b1f24}
 main{max-width:40rem;margin:2rem auto;padding:0 1rem}.card{background:#fff;border:1px solid #d8dce1;border-radius:10px;padding:1.5rem;margin-bottom:1.25rem}
 h1{font-size:1.4rem;margin:0 0 .25rem}h2{font-size:1.1rem;margin:0 0 .75rem}.muted{color:#59636e}.product{font-weight:600}
 label{display:block;font-weight:600;margin:.9rem 0 .3rem}input,select,textarea{width:100%;padding:.55rem .6rem;border:1px solid #aab2bb;border-radius:6px;font:inherit}
@@ -139,7 +139,7 @@ export function walletSection(ctx: PageContext, challenge: WalletChallengeRow | 
     <input type="hidden" name="csrf" value="${ctx.csrf}">
     <input type="hidden" name="challenge_id" value="${challenge.id}">
     <label for="challenge-message">Message to sign</label>
-    <textarea id="challenge-message" readonly rows="9">${challenge.message}</textarea>
+    <textarea id="challenge-message" readonly rows="11">${challenge.message}</textarea>
     <p class="hint">Expires at ${challenge.expires_at.toISOString()}.</p>
     <button type="button" class="secondary" id="sign-evm" hidden>Sign with browser wallet (EVM)</button>
     <button type="button" class="secondary" id="sign-solana" hidden>Sign with browser wallet (Solana)</button>
