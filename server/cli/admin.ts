@@ -8,8 +8,9 @@ import { prepareDatabase } from '../bootstrap';
 import { parseCommandArgs, type Command } from './registry';
 import { accountCommands } from './commands/account';
 import { screeningCommands } from './commands/screening';
+import { sanctionsCommands } from './commands/sanctions';
 
-const COMMANDS: Command[] = [...accountCommands, ...screeningCommands];
+const COMMANDS: Command[] = [...accountCommands, ...screeningCommands, ...sanctionsCommands];
 
 function usage(): string {
   return ['Usage: npm run admin -- <command>', '', ...COMMANDS.map((c) => `  ${c.usage}`)].join('\n');
