@@ -1,60 +1,20 @@
-// Wire shapes the gate reads from and sends to the identity server (spec "POST /v1/assess", "POST
-// /v1/sessions", "POST /v1/credentials/wallets"). Declared here from the spec because the gate only talks
-// HTTP; every field the server may omit is optional, and unknown fields are tolerated.
+// Wire shapes the gate reads from and sends to the identity server: assess types come from shared/types.ts
+// (types only, shared with the server); sessions, wallet capture, errors and quota headers are declared here
+// from the spec. The gate only talks HTTP, so fields the server may omit are optional.
 
-export type AddressFamily = 'evm' | 'solana';
+import type { AssessRequest, AssessResponse, AddressFamily, Policy, SignerMatch, SignerSanctions } from '../shared/types';
 
-export interface WirePolicy {
-  require_kyc?: boolean;
-  require_sanctions_clear?: boolean;
-  min_age?: 18 | 21;
-  blocked_jurisdictions?: string[];
-  allowed_jurisdictions?: string[];
-}
+export type { AddressFamily, SignerMatch, SignerSanctions } from '../shared/types';
+export type WirePolicy = Policy;
+export type AssessRequestBody = Pick<AssessRequest, 'address' | 'operator_token' | 'chain' | 'policy' | 'signer'>;
 
-export interface AssessRequestBody {
-  address?: string;
-  operator_token?: string;
-  chain?: string;
-  policy?: WirePolicy;
-  signer?: { address: string | null; network: AddressFamily };
-}
-
-export type SignerMatchKind = 'pass' | 'wallet_signer_mismatch' | 'wallet_auth_requires_wallet_signing';
-
-export interface SignerMatch {
-  kind: SignerMatchKind | string;
-  claimed_operator?: string | null;
-  signer_operator?: string | null;
-  expected_signer?: string;
-  actual_signer?: string;
-  linked_wallets?: string[];
-  /** JSON-encoded {action, steps, user_message}. */
-  agent_instructions?: string;
-}
-
-export type SignerSanctions =
-  | { status: 'clear' }
-  | { status: 'unavailable' }
-  | { sanctioned: true; ofac_label: string; sdn_uid: string; listed_at: string | null };
-
-export interface AssessResponseBody {
-  /** `allow`, `deny`, or null (treated as allow by every gate in the ecosystem). */
-  decision: 'allow' | 'deny' | null;
+/** The assess answer as the gate reads it: `decision` may be null (the ecosystem treats null as allow). */
+export type AssessResponseBody = Omit<AssessResponse, 'decision' | 'decision_reasons' | 'identity_method' | 'operator_verification'> & {
+  decision: AssessResponse['decision'] | null;
   decision_reasons?: string[];
-  policy_result?: { all_passed: boolean; checks: Array<{ rule: string; passed: boolean; required: unknown; actual: unknown }> };
-  explanation?: Array<{ rule: string; passed: boolean; required: unknown; actual: unknown; message: string; how_to_remedy: string | null }>;
-  identity_method?: 'wallet' | 'operator_token';
-  operator_verification?: { level: string; operator_type?: string; verified_at?: string };
-  resolved_operator?: string;
-  linked_wallets?: string[];
-  operator_handle?: string;
-  verify_url?: string;
-  signer_match?: SignerMatch;
-  signer_sanctions?: SignerSanctions;
-  test?: boolean;
-  [extra: string]: unknown;
-}
+  identity_method?: AssessResponse['identity_method'];
+  operator_verification?: AssessResponse['operator_verification'];
+};
 
 /** `POST /v1/sessions` create response (and the session fields a 401 token_expired carries). */
 export interface SessionBody {

@@ -1,7 +1,7 @@
 // Test helpers that build real payment headers: EIP-3009 authorizations signed with ethers test wallets,
 // Solana TransferChecked transactions signed with tweetnacl keys, and MPP `Authorization: Payment` credentials.
 import crypto from 'node:crypto';
-import { Wallet, type TypedDataDomain } from 'ethers';
+import type { Signer, TypedDataDomain } from 'ethers';
 import nacl from 'tweetnacl';
 import bs58 from 'bs58';
 import { TRANSFER_WITH_AUTHORIZATION_TYPES, USDC_BASE_SEPOLIA, type EvmAssetDomain } from '../../middleware/signer';
@@ -28,7 +28,7 @@ export interface Eip3009 {
 }
 
 /** Signs a TransferWithAuthorization with `wallet` under `domain` (default: USDC on Base Sepolia). */
-export async function signEip3009(wallet: Wallet, options: { value?: string; domain?: TypedDataDomain; from?: string } = {}): Promise<Eip3009> {
+export async function signEip3009(wallet: Signer & { address: string }, options: { value?: string; domain?: TypedDataDomain; from?: string } = {}): Promise<Eip3009> {
   const authorization = {
     from: options.from ?? wallet.address,
     to: PAY_TO,

@@ -1,0 +1,105 @@
+// A real identity server (harness deps + createApp) listening on an ephemeral port, with a per-path request
+// log so tests can count assess calls, and a merchant shop factory that mounts the gate in front of a route.
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import express, { type Request, type Response } from 'express';
+import { createHarness, createMerchant, type Harness } from '../support/harness';
+import { createGate, conditionalGate, getGateResult, type Gate, type GateOptions } from '../../middleware';
+
+export interface IdentityServer {
+  h: Harness;
+  baseUrl: string;
+  apiKey: string;
+  merchantId: string;
+  /** Every request the server received: path and parsed JSON body. */
+  calls: Array<{ path: string; body: any }>;
+  count(path: string): number;
+  close(): Promise<void>;
+}
+
+/** A plain-list wallet sanctions file naming `addresses` (the real loader reads it). */
+export function sanctionsFile(addresses: string[]): string {
+  const file = path.join(os.tmpdir(), `kya-gate-sanctions-${process.pid}-${Date.now()}.json`);
+  fs.writeFileSync(file, JSON.stringify({ published_at: '2025-01-01', entries: addresses.map((address) => ({ address, label: 'ETH', sdn_uid: '4242', listed_at: '2025-01-01' })) }));
+  return file;
+}
+
+export async function startIdentityServer(options: { env?: Record<string, string>; tier?: 'free' | 'paid' | 'enterprise'; quota?: number } = {}): Promise<IdentityServer> {
+  const h = await createHarness({ env: options.env });
+  const { apiKey, accountId } = await createMerchant(h.deps, { tier: options.tier ?? 'enterprise', quota: options.quota });
+  const calls: IdentityServer['calls'] = [];
+  // The gate always sends JSON; parsing it here first lets the test see each body (the app's own parser
+  // skips an already-parsed body).
+  const outer = express();
+  outer.use(express.json());
+  outer.use((req, _res, next) => {
+    calls.push({ path: req.path, body: req.body });
+    next();
+  });
+  outer.use(h.app);
+  const server = http.createServer(outer);
+  server.keepAliveTimeout = 5000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    h,
+    baseUrl: `http://127.0.0.1:${port}`,
+    apiKey,
+    merchantId: accountId,
+    calls,
+    count: (p) => calls.filter((c) => c.path === p).length,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await h.close();
+    },
+  };
+}
+
+export interface Shop {
+  app: express.Express;
+  gate: Gate;
+  /** getGateResult(req) as seen by the protected handler of each request, in order. */
+  seen: any[];
+}
+
+/**
+ * A merchant app: `POST /paid` behind the gate answers 200 with getGateResult; `/fail` answers 500 behind the
+ * gate; `/discover` is behind conditionalGate and answers 402 without a payment header.
+ */
+export function shop(options: GateOptions<Request, Response>): Shop {
+  const gate = createGate(options);
+  const app = express();
+  const seen: any[] = [];
+  app.use(express.json());
+  app.post('/paid', gate, (req, res) => {
+    const result = getGateResult(req);
+    seen.push(result);
+    res.json({ ok: true, result });
+  });
+  app.post('/fail', gate, (_req, res) => {
+    res.status(500).json({ error: 'handler failed' });
+  });
+  app.post('/discover', conditionalGate(gate), (req, res) => {
+    if (!getGateResult(req)) return void res.status(402).json({ x402Version: 2, error: 'payment required', accepts: [] });
+    res.json({ ok: true });
+  });
+  app.use((err: Error, _req: Request, res: Response, _next: unknown) => {
+    res.status(500).json({ merchant_error: err.message });
+  });
+  return { app, gate, seen };
+}
+
+/** Polls until `check` returns a truthy value (fire-and-forget effects), or fails after `ms`. */
+export async function eventually<T>(check: () => Promise<T | null | undefined | false>, ms = 3000): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
