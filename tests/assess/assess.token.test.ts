@@ -1,5 +1,6 @@
 import request from 'supertest';
 import { operatorHandle } from '../../server/crypto';
+import { WalletList } from '../../server/sanctions/walletList';
 import { createHarness, createMerchant, resetTables, TestClock, type Harness } from '../support/harness';
 import { TEST_SERVER_SECRET } from '../support/env';
 import { ASSESS_TABLES, captureWallet, claimWallet, createOperator, evmAddress, mintCredential } from './seed';
@@ -15,7 +16,7 @@ describe('POST /v1/assess with an operator_token', () => {
     await resetTables(h.deps, ASSESS_TABLES);
     ({ apiKey: key, accountId: merchantId } = await createMerchant(h.deps, { tier: 'enterprise' }));
     await h.deps.repos.walletLists.save(
-      (await import('../../server/sanctions/walletList')).WalletList.build([{ address: '0x' + 'ab'.repeat(20), label: 'ETH', sdnUid: '1', listedAt: null }], {
+      WalletList.build([{ address: '0x' + 'ab'.repeat(20), label: 'ETH', sdnUid: '1', listedAt: null }], {
         source: 'test',
         format: 'plain',
         sha256: 'token-test',
