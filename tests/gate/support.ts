@@ -27,9 +27,11 @@ export function sanctionsFile(addresses: string[]): string {
   return file;
 }
 
-export async function startIdentityServer(options: { env?: Record<string, string>; tier?: 'free' | 'paid' | 'enterprise'; quota?: number } = {}): Promise<IdentityServer> {
+/** `merchant: false` skips creating the merchant account (a server whose database is down cannot). */
+export async function startIdentityServer(options: { env?: Record<string, string>; tier?: 'free' | 'paid' | 'enterprise'; quota?: number; merchant?: false } = {}): Promise<IdentityServer> {
   const h = await createHarness({ env: options.env });
-  const { apiKey, accountId } = await createMerchant(h.deps, { tier: options.tier ?? 'enterprise', quota: options.quota });
+  const { apiKey, accountId } =
+    options.merchant === false ? { apiKey: 'as_live_' + 'N'.repeat(43), accountId: '' } : await createMerchant(h.deps, { tier: options.tier ?? 'enterprise', quota: options.quota });
   const calls: IdentityServer['calls'] = [];
   // The gate always sends JSON; parsing it here first lets the test see each body (the app's own parser
   // skips an already-parsed body).
