@@ -69,6 +69,9 @@ interface RawRow extends Omit<OperatorRow, 'wallets' | 'account_id'> {
 }
 
 export class OperatorLookupRepository {
+  /** Statement text → prepared statement name (a handful of shapes, so this stays tiny). */
+  private readonly names = new Map<string, string>();
+
   constructor(private readonly db: Knex) {}
 
   async lookup(input: LookupInput, trx?: Knex.Transaction): Promise<LookupResult> {
@@ -109,7 +112,7 @@ export class OperatorLookupRepository {
         (select json_agg(json_build_array(l.network, l.address, l.src, l.at)) from linked l where l.account_id = o.account_id) as wallets
         ${extra}
       from owner o left join accounts a on a.id = o.account_id`;
-    const { rows } = (await (trx ?? this.db).raw(sql, bindings)) as { rows: RawRow[] };
+    const rows = await this.run(sql, bindings, trx);
     const claimedRow = rows.find((r) => r.slot === 'claimed');
     const signerRow = rows.find((r) => r.slot === 'signer');
     const cred = claimedRow?.credential ?? null;
@@ -128,6 +131,36 @@ export class OperatorLookupRepository {
       newAddress: claimedRow?.inserted === true,
     };
   }
+
+  /**
+   * On PostgreSQL the statement runs as a named prepared statement: this query has few shapes (mode ×
+   * signer × refresh) and planning its CTEs costs more than executing them, so each pooled connection plans
+   * each shape once. Elsewhere (PGlite, a transaction) it goes through knex as usual.
+   */
+  private async run(sql: string, bindings: Knex.RawBinding[], trx?: Knex.Transaction): Promise<RawRow[]> {
+    const client = this.db.client as KnexPgClient;
+    if (trx || client.config.client !== 'pg') {
+      const { rows } = (await (trx ?? this.db).raw(sql, bindings)) as { rows: RawRow[] };
+      return rows;
+    }
+    let n = 0;
+    const text = sql.replace(/\?/g, () => `$${++n}`);
+    const name = this.names.get(text) ?? `kya_lookup_${this.names.size + 1}`;
+    this.names.set(text, name);
+    const conn = await client.acquireConnection();
+    try {
+      const result = await conn.query({ name, text, values: bindings });
+      return result.rows as RawRow[];
+    } finally {
+      await client.releaseConnection(conn);
+    }
+  }
+}
+
+interface KnexPgClient {
+  config: { client: unknown };
+  acquireConnection(): Promise<{ query(q: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }> }>;
+  releaseConnection(conn: unknown): Promise<void>;
 }
 
 function toOperator(row: RawRow | undefined): OperatorRow | null {

@@ -1,5 +1,7 @@
 // The hot-path budget: one Postgres and one Redis round trip per non-test assess (auth from the in-process
-// cache, rate limit + quota pipelined), counted with knex's 'query' event and by wrapping the ioredis socket.
+// cache, rate limit + quota pipelined), counted at the pg driver (every statement sent, whether through knex or
+// as a prepared statement) and by wrapping the ioredis socket.
+import pg from 'pg';
 import request from 'supertest';
 import type { Redis } from 'ioredis';
 import { createHarness, createMerchant, resetTables, type Harness } from '../support/harness';
@@ -20,7 +22,13 @@ describe('assess hot-path round trips', () => {
     h = await createHarness({ overrides: { runWorkers: false } });
     await resetTables(h.deps, ASSESS_TABLES);
     ({ apiKey: key } = await createMerchant(h.deps, { tier: 'paid' }));
-    h.deps.db.on('query', (q: { sql: string }) => queries.push(q.sql));
+    const query = pg.Client.prototype.query;
+    restore.push(() => (pg.Client.prototype.query = query));
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const q = args[0] as string | { text: string };
+      queries.push(typeof q === 'string' ? q : q.text);
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof query;
     const redis = h.deps.redis as Redis & { stream: { write: (...a: unknown[]) => boolean } };
     const send = redis.sendCommand.bind(redis);
     redis.sendCommand = ((command: { name: string }, ...rest: unknown[]) => {
@@ -33,7 +41,11 @@ describe('assess hot-path round trips', () => {
       return (write as (...a: unknown[]) => boolean)(...args);
     };
   });
-  afterAll(() => h.close());
+  const restore: Array<() => void> = [];
+  afterAll(async () => {
+    for (const r of restore) r();
+    await h.close();
+  });
 
   async function measure(body: object) {
     queries = [];

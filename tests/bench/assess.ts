@@ -1,0 +1,184 @@
+// `npm run bench:assess`: POST /v1/assess (wallet mode, a policy and a payment signer) against a plain Express
+// hello-world JSON route, both as separate server processes on this machine, driven by autocannon at 10 and
+// 50 connections. The identity server runs on PostgreSQL + Redis with 10,000 operators and 30,000 claimed
+// wallets. Prints req/s, p50, p99, peak RSS and the ratio to hello-world. Not a test: figures, no asserts.
+//
+// Env: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/kya_bench_assess), BENCH_REDIS_URL
+// (default redis://127.0.0.1:6379/2), BENCH_SECONDS (default 10).
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import knexFactory from 'knex';
+import { Client } from 'pg';
+import { migrationSource } from '../../server/db/migrations';
+import { sha256Hex, displayPrefix, newSecret } from '../../server/crypto';
+
+const ROOT = path.resolve(__dirname, '../..');
+const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/kya_bench_assess';
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/2';
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const OPERATORS = 10_000;
+const WALLETS_PER_OPERATOR = 3;
+const ASSESS_PORT = 3311;
+const HELLO_PORT = 3312;
+
+async function ensureDatabase(): Promise<void> {
+  const admin = new URL(DATABASE_URL);
+  const name = admin.pathname.slice(1);
+  admin.pathname = '/postgres';
+  const client = new Client({ connectionString: admin.toString() });
+  await client.connect();
+  const exists = await client.query('select 1 from pg_database where datname = $1', [name]);
+  if (exists.rowCount === 0) await client.query(`create database "${name.replace(/"/g, '')}"`);
+  await client.end();
+}
+
+/** Seeds operators with three claimed wallets each (all already known), and one Paid merchant. */
+async function seed(): Promise<{ apiKey: string; pairs: Array<[string, string]> }> {
+  const db = knexFactory({ client: 'pg', connection: DATABASE_URL });
+  try {
+    await db.migrate.latest({ migrationSource: migrationSource(), tableName: 'knex_migrations' });
+    await db.raw('truncate accounts, known_addresses, sanctions_wallet_lists restart identity cascade');
+    await db.raw(
+      `insert into accounts (kind, name, kyc_status, kyc_verified_at, operator_type, jurisdiction, age_bracket, age_verified,
+         sanctions_status, sanctions_checked_at, verification_level)
+       select 'operator', 'bench operator ' || g, 'verified', now() - interval '30 days', 'individual',
+         (array['US','DE','FR','BR','GB'])[1 + g % 5], case when g % 4 = 0 then '18+' else '21+' end, true,
+         'clear', now() - interval '5 days', 'kyc_verified'
+       from generate_series(1, ?) g`,
+      [OPERATORS],
+    );
+    await db.raw(
+      `insert into operator_wallets (account_id, network, address, claimed_at)
+       select a.id, 'evm', '0x' || substr(md5(a.id::text || ':' || w), 1, 32) || substr(md5(w || ':' || a.id::text), 1, 8),
+         now() - (w || ' days')::interval
+       from accounts a cross join generate_series(1, ?) w where a.kind = 'operator'`,
+      [WALLETS_PER_OPERATOR],
+    );
+    await db.raw(`insert into known_addresses (address, network) select address, network from operator_wallets`);
+    const [merchant] = await db('accounts')
+      .insert({ kind: 'merchant', name: 'Bench Merchant', tier: 'paid', quota_override: 1_000_000_000, rps_override: 1_000_000 })
+      .returning('id');
+    const apiKey = newSecret('as_live_', 32);
+    await db('api_keys').insert({ account_id: merchant.id, key_hash: sha256Hex(apiKey), prefix: displayPrefix(apiKey) });
+    await db.raw('analyze');
+    const rows: Array<{ account_id: string; address: string }> = (
+      await db.raw(`select account_id, address from operator_wallets order by account_id, claimed_at limit 3000`)
+    ).rows;
+    const pairs: Array<[string, string]> = [];
+    for (let i = 0; i + 1 < rows.length; i += 3) pairs.push([rows[i].address, rows[i + 1].address]);
+    const counts = (await db.raw(`select (select count(*) from accounts where kind = 'operator') as operators, (select count(*) from operator_wallets) as wallets`)).rows[0];
+    console.log(`seeded ${counts.operators} operators, ${counts.wallets} wallets`);
+    return { apiKey, pairs };
+  } finally {
+    await db.destroy();
+  }
+}
+
+function start(script: string[], env: Record<string, string>, port: number): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  return new Promise((resolve, reject) => {
+    const deadline = Date.now() + 60_000;
+    const poll = async () => {
+      if (child.exitCode !== null) return reject(new Error(`server exited: ${output}`));
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/healthz`);
+        if (res.ok) return resolve(child);
+      } catch {
+        /* not up yet */
+      }
+      if (Date.now() > deadline) return reject(new Error(`server did not start: ${output}`));
+      setTimeout(poll, 200);
+    };
+    void poll();
+  });
+}
+
+/** Peak resident set size of a process (VmHWM), in MB. */
+function peakRssMb(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
+  return Math.round(kb / 1024);
+}
+
+interface Result {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+}
+
+async function drive(options: autocannon.Options): Promise<Result> {
+  const r = await autocannon({ ...options, duration: SECONDS });
+  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx };
+}
+
+async function main() {
+  await ensureDatabase();
+  const { apiKey, pairs } = await seed();
+  const env = {
+    NODE_ENV: 'production',
+    PORT: String(ASSESS_PORT),
+    HOST: '127.0.0.1',
+    DATABASE_URL,
+    REDIS_URL,
+    REDIS_PREFIX: 'kya:bench:',
+    LOG_LEVEL: 'warn',
+    SERVER_SECRET: 'bench-server-secret-0123456789abcdef0123456789',
+    PII_ENCRYPTION_KEY: '00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff',
+    SANCTIONS_WALLET_SOURCE: path.join(ROOT, 'tests/fixtures/sanctions/plain'),
+    DEMO_ACCOUNT: '0',
+  };
+  const server = await start(['server/main.ts'], env, ASSESS_PORT);
+  const hello = await start(['tests/bench/hello.ts'], { PORT: String(HELLO_PORT) }, HELLO_PORT);
+  const policy = { require_kyc: true, require_sanctions_clear: true, min_age: 18, blocked_jurisdictions: ['IR', 'KP', 'CU'] };
+  let i = 0;
+  const assessOptions = (connections: number): autocannon.Options => ({
+    url: `http://127.0.0.1:${ASSESS_PORT}`,
+    connections,
+    requests: [
+      {
+        method: 'POST',
+        path: '/v1/assess',
+        headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+        setupRequest: (req) => {
+          const [address, signer] = pairs[i++ % pairs.length];
+          return { ...req, body: JSON.stringify({ address, policy, signer: { address: signer, network: 'evm' } }) };
+        },
+      },
+    ],
+  });
+  const rows: string[] = [];
+  try {
+    // Warm both (JIT, pools, API key cache) before measuring.
+    await autocannon({ ...assessOptions(10), duration: 3 });
+    await autocannon({ url: `http://127.0.0.1:${HELLO_PORT}/hello`, connections: 10, duration: 2 });
+    for (const connections of [10, 50]) {
+      const h = await drive({ url: `http://127.0.0.1:${HELLO_PORT}/hello`, connections });
+      const a = await drive(assessOptions(connections));
+      const ratio = (a.rps / h.rps).toFixed(2);
+      rows.push(
+        `| ${connections} | hello-world | ${h.rps} | ${h.p50} | ${h.p99} | ${peakRssMb(hello.pid!)} | ${h.errors + h.non2xx} | |`,
+        `| ${connections} | assess | ${a.rps} | ${a.p50} | ${a.p99} | ${peakRssMb(server.pid!)} | ${a.errors + a.non2xx} | ${ratio}× |`,
+      );
+    }
+  } finally {
+    server.kill('SIGTERM');
+    hello.kill('SIGTERM');
+  }
+  console.log(`\nassess benchmark: ${SECONDS} s per run, ${pairs.length} wallet/signer pairs, policy ${JSON.stringify(policy)}\n`);
+  console.log('| connections | target | req/s | p50 ms | p99 ms | peak RSS MB | errors+non-2xx | assess / hello |');
+  console.log('|---|---|---|---|---|---|---|---|');
+  for (const r of rows) console.log(r);
+  console.log('\ntargets: assess ≥ 0.20× hello-world at both concurrencies; p99 ≤ 20 ms @10, ≤ 60 ms @50; peak RSS ≤ 250 MB');
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,186 @@
+// `npm run bench:gate`: a bare Express route vs the same route behind the gate, in the same run on this
+// machine — warm cache (every identity already decided) and cold cache (cacheSeconds 0: every request calls
+// POST /v1/assess on a live local identity server on PostgreSQL + Redis). Each app runs in its own process,
+// driven by autocannon at 10 and 50 connections. Prints req/s, p50, p99 and the ratio to bare. Not a test:
+// figures, no asserts.
+//
+// Env: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/kya_bench_gate), BENCH_REDIS_URL
+// (default redis://127.0.0.1:6379/5), BENCH_SECONDS (default 10).
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import knexFactory from 'knex';
+import { Client } from 'pg';
+import express from 'express';
+
+const ROOT = path.resolve(__dirname, '../..');
+const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/kya_bench_gate';
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/5';
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const IDENTITY_PORT = 3321;
+const SHOP_PORTS = { bare: 3322, warm: 3323, cold: 3324 } as const;
+const OPERATORS = 3000;
+const WARM_IDENTITIES = 200;
+const POLICY = { requireKyc: true, minAge: 18 as const, blockedJurisdictions: ['IR', 'KP'] };
+
+type ShopMode = keyof typeof SHOP_PORTS;
+
+/** Child mode: one merchant app (bare, or gated with a warm or a disabled cache). */
+async function runShop(mode: ShopMode): Promise<void> {
+  const { createGate } = await import('../../middleware');
+  const app = express();
+  app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
+  const handler: express.RequestHandler = (_req, res) => void res.json({ ok: true, item: 'espresso' });
+  if (mode === 'bare') {
+    app.get('/paid', handler);
+  } else {
+    const gate = createGate({
+      apiKey: process.env.BENCH_API_KEY!,
+      baseUrl: `http://127.0.0.1:${IDENTITY_PORT}`,
+      policy: POLICY,
+      cacheSeconds: mode === 'warm' ? 300 : 0,
+    });
+    app.get('/paid', gate, handler);
+  }
+  app.listen(SHOP_PORTS[mode], '127.0.0.1');
+}
+
+async function ensureDatabase(): Promise<void> {
+  const admin = new URL(DATABASE_URL);
+  const name = admin.pathname.slice(1);
+  admin.pathname = '/postgres';
+  const client = new Client({ connectionString: admin.toString() });
+  await client.connect();
+  const exists = await client.query('select 1 from pg_database where datname = $1', [name]);
+  if (exists.rowCount === 0) await client.query(`create database "${name.replace(/"/g, '')}"`);
+  await client.end();
+}
+
+/** Verified operators with one claimed wallet each, and one Enterprise merchant (no quota, no rate limit). */
+async function seed(): Promise<{ apiKey: string; wallets: string[] }> {
+  const { migrationSource } = await import('../../server/db/migrations');
+  const { sha256Hex, displayPrefix, newSecret } = await import('../../server/crypto');
+  const db = knexFactory({ client: 'pg', connection: DATABASE_URL });
+  try {
+    await db.migrate.latest({ migrationSource: migrationSource(), tableName: 'knex_migrations' });
+    await db.raw('truncate accounts, known_addresses restart identity cascade');
+    await db.raw(
+      `insert into accounts (kind, name, kyc_status, kyc_verified_at, operator_type, jurisdiction, age_bracket, age_verified,
+         sanctions_status, sanctions_checked_at, verification_level)
+       select 'operator', 'bench operator ' || g, 'verified', now() - interval '30 days', 'individual',
+         (array['US','DE','FR','BR','GB'])[1 + g % 5], '21+', true, 'clear', now() - interval '5 days', 'kyc_verified'
+       from generate_series(1, ?) g`,
+      [OPERATORS],
+    );
+    await db.raw(
+      `insert into operator_wallets (account_id, network, address)
+       select id, 'evm', '0x' || substr(md5(id::text), 1, 32) || substr(md5('w' || id::text), 1, 8) from accounts where kind = 'operator'`,
+    );
+    await db.raw('insert into known_addresses (address, network) select address, network from operator_wallets');
+    const [merchant] = await db('accounts').insert({ kind: 'merchant', name: 'Bench Shop', tier: 'enterprise' }).returning('id');
+    const apiKey = newSecret('as_live_', 32);
+    await db('api_keys').insert({ account_id: merchant.id, key_hash: sha256Hex(apiKey), prefix: displayPrefix(apiKey) });
+    await db.raw('analyze');
+    const wallets = (await db('operator_wallets').select('address').orderBy('address')).map((r: { address: string }) => r.address);
+    return { apiKey, wallets };
+  } finally {
+    await db.destroy();
+  }
+}
+
+function start(args: string[], env: Record<string, string>, port: number): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  return new Promise((resolve, reject) => {
+    const deadline = Date.now() + 60_000;
+    const poll = async () => {
+      if (child.exitCode !== null) return reject(new Error(`process exited: ${output}`));
+      try {
+        if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return resolve(child);
+      } catch {
+        /* not up yet */
+      }
+      if (Date.now() > deadline) return reject(new Error(`process did not start: ${output}`));
+      setTimeout(poll, 200);
+    };
+    void poll();
+  });
+}
+
+interface Result {
+  rps: number;
+  p50: number;
+  p99: number;
+  bad: number;
+}
+
+async function drive(mode: ShopMode, connections: number, wallets: string[], seconds = SECONDS): Promise<Result> {
+  let i = 0;
+  const r = await autocannon({
+    url: `http://127.0.0.1:${SHOP_PORTS[mode]}`,
+    connections,
+    duration: seconds,
+    requests: [{ method: 'GET', path: '/paid', setupRequest: (req) => ({ ...req, headers: { ...req.headers, 'x-wallet-address': wallets[i++ % wallets.length] } }) }],
+  });
+  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, bad: r.errors + r.timeouts + r.non2xx };
+}
+
+async function main(): Promise<void> {
+  await ensureDatabase();
+  const { apiKey, wallets } = await seed();
+  const identity = await start(
+    ['server/main.ts'],
+    {
+      NODE_ENV: 'production',
+      PORT: String(IDENTITY_PORT),
+      HOST: '127.0.0.1',
+      DATABASE_URL,
+      REDIS_URL,
+      REDIS_PREFIX: 'kya:benchgate:',
+      LOG_LEVEL: 'warn',
+      SERVER_SECRET: 'bench-server-secret-0123456789abcdef0123456789',
+      PII_ENCRYPTION_KEY: '00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff',
+      DEMO_ACCOUNT: '0',
+    },
+    IDENTITY_PORT,
+  );
+  const shops: ChildProcess[] = [];
+  const rows: string[] = [];
+  try {
+    for (const mode of Object.keys(SHOP_PORTS) as ShopMode[]) {
+      shops.push(await start([path.join('tests/bench/gate.ts'), 'shop', mode], { BENCH_API_KEY: apiKey }, SHOP_PORTS[mode]));
+    }
+    const warmSet = wallets.slice(0, WARM_IDENTITIES);
+    // Warm-up: JIT, keep-alive pools, and (for the warm shop) one decision per identity in its cache.
+    await drive('bare', 10, warmSet, 2);
+    await drive('warm', 10, warmSet, 2);
+    await drive('cold', 10, wallets, 2);
+    for (const connections of [10, 50]) {
+      const bare = await drive('bare', connections, warmSet);
+      const warm = await drive('warm', connections, warmSet);
+      const cold = await drive('cold', connections, wallets);
+      const row = (name: string, r: Result) =>
+        `| ${connections} | ${name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.bad} | ${((r.rps / bare.rps) * 100).toFixed(1)} % |`;
+      rows.push(row('bare route', bare), row('gate, warm cache', warm), row('gate, cold cache (assess every request)', cold));
+    }
+  } finally {
+    for (const s of shops) s.kill('SIGTERM');
+    identity.kill('SIGTERM');
+  }
+  console.log(`\ngate benchmark: ${SECONDS} s per run; warm = ${WARM_IDENTITIES} wallet identities already cached; cold = ${wallets.length} identities, cacheSeconds 0, every request calls POST /v1/assess (policy ${JSON.stringify(POLICY)})\n`);
+  console.log('| connections | route | req/s | p50 ms | p99 ms | errors+non-2xx | of bare |');
+  console.log('|---|---|---|---|---|---|---|');
+  for (const r of rows) console.log(r);
+  console.log('\ntarget: gate with a warm cache ≥ 90 % of the bare route');
+}
+
+if (process.argv[2] === 'shop') {
+  void runShop(process.argv[3] as ShopMode);
+} else {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
