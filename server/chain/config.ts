@@ -27,7 +27,7 @@ export interface ChainConfig {
   rpcTimeoutMs: number;
 }
 
-const address = Joi.string().pattern(/^0x[0-9a-fA-F]{40}$/).messages({ 'string.pattern.base': '{#label} must be a 0x-prefixed 20-byte hex address' });
+const address = Joi.string().pattern(/^0x[0-9a-fA-F]{40}$/).messages({ 'string.pattern.base': '{{#label}} must be a 0x-prefixed 20-byte hex address' });
 
 const entry = Joi.object({
   name: Joi.string().valid(...CHAINS.filter((c) => c !== 'solana')).required(),
@@ -58,7 +58,9 @@ export function parseChains(value: unknown, source = 'chains'): ChainConfig[] {
   const { error, value: chains } = fileSchema.validate(value, { abortEarly: true, convert: false });
   if (error) {
     const d = error.details[0];
-    throw new ChainsFileError(source, `${d.path.join('.') || 'root'}: ${d.message.replace(/"/g, '')}`);
+    // "[0].name must be …" → "0.name: must be …": the path names entry and field once.
+    const message = d.message.replace(/^"[^"]*" /, '').replace(/"/g, '');
+    throw new ChainsFileError(source, `${d.path.join('.') || 'root'}: ${message}`);
   }
   return (chains as ChainConfig[]).map((c) => ({
     ...c,

@@ -8,6 +8,7 @@ import { parseChains, type ChainConfig } from '../../server/chain/config';
 import { ChainIndexer, createChainProvider, type ChainProvider } from '../../server/chain/indexer';
 import { RegistrationResolver } from '../../server/chain/registration';
 import { EvidenceCollector } from '../../server/chain/evidence';
+import { decodeReputationLog, TOPICS } from '../../server/chain/abi';
 import { FakeFetcher, resetReputationTables } from './support';
 
 jest.setTimeout(120_000);
@@ -147,7 +148,6 @@ describe('chain indexer', () => {
   });
 
   it('decodes FeedbackRevoked whether or not feedbackIndex is indexed', async () => {
-    const { decodeReputationLog, TOPICS } = await import('../../server/chain/abi');
     const agent = ethers.zeroPadValue('0x05', 32);
     const client = ethers.zeroPadValue(chain.wallets[4].address, 32);
     const indexed = decodeReputationLog({ topics: [TOPICS.FeedbackRevoked, agent, client, ethers.zeroPadValue('0x03', 32)], data: '0x' });
