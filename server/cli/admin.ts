@@ -9,8 +9,9 @@ import { parseCommandArgs, type Command } from './registry';
 import { accountCommands } from './commands/account';
 import { screeningCommands } from './commands/screening';
 import { sanctionsCommands } from './commands/sanctions';
+import { reputationCommands } from './commands/reputation';
 
-const COMMANDS: Command[] = [...accountCommands, ...screeningCommands, ...sanctionsCommands];
+const COMMANDS: Command[] = [...accountCommands, ...screeningCommands, ...sanctionsCommands, ...reputationCommands];
 
 function usage(): string {
   return ['Usage: npm run admin -- <command>', '', ...COMMANDS.map((c) => `  ${c.usage}`)].join('\n');

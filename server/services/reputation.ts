@@ -63,9 +63,14 @@ export class ReputationService {
     this.workers = new ReputationWorkers(d.jobs, this.scorer, this.indexers, d.repo, d.chainRepo, d.config.reputation, d.logger, d.now);
   }
 
-  /** Registers job processors (when this instance runs workers) and schedules the repeatable jobs. */
+  /**
+   * Instances that run workers register the processors and the repeatable schedules (BullMQ keeps one schedule
+   * cluster-wide). API-only instances and the admin CLI do neither: a job scheduled where nothing processes
+   * it would only wait in the in-process queue.
+   */
   async start(runWorkers: boolean): Promise<void> {
-    if (runWorkers) this.workers.register();
+    if (!runWorkers) return;
+    this.workers.register();
     await this.workers.schedule();
   }
 
