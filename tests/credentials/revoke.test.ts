@@ -83,7 +83,67 @@ describe('DELETE /v1/credentials/{id}', () => {
     expect(res.body.error.code).toBe('signup_required');
   });
 
-  it('cascades: rotate three times, revoke the first credential, all four credentials and tokens are dead', async () => {
+  /** A public (agent-started) session completed onto `accountId`, polled through the real endpoint. */
+  async function sessionCredential(accountId: string): Promise<{ token: string; refresh: string }> {
+    const created = await request(h.app).post('/v1/sessions/public').send({});
+    expect(created.status).toBe(200);
+    // Stands in for the verify page completing the session (its own browser tests cover that step).
+    await h.deps.db.transaction((trx) =>
+      h.deps.repos.sessions.completeIfPending({ id: created.body.session_id, status: 'verified', at: clock.now(), operatorAccountId: accountId }, trx),
+    );
+    const polled = await request(h.app).get(`/v1/sessions/${created.body.session_id}`).set('X-Poll-Secret', created.body.poll_secret);
+    expect(polled.body).toMatchObject({ status: 'verified', operator_token: expect.stringMatching(/^opc_/), refresh_token: expect.any(String) });
+    return { token: polled.body.operator_token, refresh: polled.body.refresh_token };
+  }
+
+  it('cascades: rotate three times through POST /v1/sessions/refresh, revoke the first, all four are dead', async () => {
+    const m = await verifiedMerchant();
+    const merchant = await createMerchant(h.deps, { name: 'Shop', tier: 'enterprise' });
+    const first = await sessionCredential(m.accountId);
+    const tokens = [first.token];
+    let refresh = first.refresh;
+    for (let i = 0; i < 3; i++) {
+      const rotated = await request(h.app).post('/v1/sessions/refresh').send({ refresh_token: refresh });
+      expect(rotated.status).toBe(200);
+      tokens.push(rotated.body.operator_token);
+      refresh = rotated.body.refresh_token;
+    }
+    const unrelated = await sessionCredential(m.accountId);
+    const capture = (token: string) =>
+      request(h.app)
+        .post('/v1/credentials/wallets')
+        .set('X-API-Key', merchant.apiKey)
+        .send({ operator_token: token, wallet_address: '0x00000000000000000000000000000000000000aa', network: 'evm' });
+    for (const token of tokens) expect((await capture(token)).status).toBe(200);
+    const listedBefore = (await request(h.app).get('/v1/credentials').set('X-API-Key', m.apiKey)).body.credentials;
+    expect(listedBefore.filter((c: { refreshable: boolean }) => c.refreshable)).toHaveLength(2); // newest of the chain + unrelated
+
+    const resolved = await h.deps.services.credentials.resolve(tokens[0]);
+    if (resolved.status !== 'live') throw new Error('the first credential should be live before the revocation');
+    const firstId = resolved.credential.id;
+    const res = await del(m.apiKey, firstId);
+    expect(res.body).toEqual({ id: firstId, revoked: true });
+
+    // All four credentials are dead on the real endpoints, and the chain's refresh token can mint nothing.
+    for (const token of tokens) {
+      const dead = await capture(token);
+      expect(dead.status).toBe(401);
+      expect(dead.body.error.code).toBe('token_expired');
+    }
+    const refused = await request(h.app).post('/v1/sessions/refresh').send({ refresh_token: refresh });
+    expect(refused.status).toBe(401);
+    expect(refused.body.error.code).toBe('invalid_credential');
+    const rows = await h.deps.db('refresh_tokens').where({ account_id: m.accountId });
+    expect(rows.filter((r) => r.revoked_at !== null)).toHaveLength(4);
+
+    // Only the unrelated family is left, still live and refreshable.
+    expect(await state(unrelated.token)).toBe('live');
+    const listed = (await request(h.app).get('/v1/credentials').set('X-API-Key', m.apiKey)).body.credentials;
+    expect(listed).toEqual([expect.objectContaining({ refreshable: true })]);
+    expect((await request(h.app).post('/v1/sessions/refresh').send({ refresh_token: unrelated.refresh })).status).toBe(200);
+  });
+
+  it('cascades from seeded rotations in the shape the refresh endpoint writes (four links, plus an untouched family)', async () => {
     const m = await verifiedMerchant();
     const chain = await seedRefreshChain(h.deps, m.accountId, 3);
     const unrelated = await seedRefreshChain(h.deps, m.accountId, 1);
@@ -96,7 +156,6 @@ describe('DELETE /v1/credentials/{id}', () => {
     const tokens = await h.deps.db('refresh_tokens').whereIn('id', chain.map((l) => l.refreshTokenId));
     expect(tokens).toHaveLength(4);
     expect(tokens.every((t) => t.revoked_at !== null)).toBe(true);
-    // Nothing can refresh any more, so nothing of the chain is listed; the unrelated family is untouched.
     const listed = (await request(h.app).get('/v1/credentials').set('X-API-Key', m.apiKey)).body.credentials;
     expect(listed.map((c: { id: string }) => c.id).sort()).toEqual(unrelated.map((l) => l.credentialId).sort());
     for (const link of unrelated) expect(await state(link.token)).toBe('live');
