@@ -38,6 +38,26 @@ export interface ReputationDeps {
   providerFor?: (chain: ChainConfig) => ChainProvider;
 }
 
+// jsonb does not keep key order; responses list fields in the spec's order.
+const DIMENSION_KEYS = ['identity', 'activity', 'capability', 'reach', 'trust'];
+const IDENTITY_KEYS = ['ens_name', 'website_url', 'github_url'];
+const ACTIVITY_KEYS = [
+  'total_candidate_transactions', 'total_verified_transactions', 'as_candidate_payer', 'as_candidate_payee', 'as_verified_payer',
+  'as_verified_payee', 'counterparties_count', 'active_days', 'active_months', 'first_candidate_tx_at', 'last_candidate_tx_at',
+  'first_verified_tx_at', 'last_verified_tx_at',
+];
+const EVIDENCE_KEYS = [
+  'metadata_kind', 'has_a2a_agent_card', 'website_url', 'website_reachable', 'website_mentions_mcp', 'website_mentions_x402', 'github_url', 'github_stars',
+];
+const OPERATOR_KEYS = ['score', 'grade', 'agent_count', 'chains_active'];
+const REPUTATION_KEYS = ['feedback_count', 'client_count', 'trust_avg', 'uptime_avg', 'activity_avg', 'last_feedback_at'];
+
+function pick(source: Record<string, unknown>, keys: string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of keys) out[k] = source[k] ?? null;
+  return out;
+}
+
 const CAVEAT_SEMANTICS =
   'Payment activity is candidate x402 activity: USDC transfers carrying an EIP-3009 authorization. Verified figures are the subset this service observed itself (merchant wallet captures).';
 const CAVEAT_VERIFIED_SCOPE = 'Verified payer activity comes from wallet captures, which are per network (evm/solana), not per chain; it is repeated in each chain entry.';
@@ -107,8 +127,8 @@ export class ReputationService {
     if (options.full) {
       body.verification_level = level;
       body.chains = visible.map((c) => this.fullChain(c, now));
-      if (row.operator_score) body.operator_score = row.operator_score;
-      if (row.reputation) body.reputation = row.reputation;
+      if (row.operator_score) body.operator_score = pick(row.operator_score, OPERATOR_KEYS);
+      if (row.reputation) body.reputation = pick(row.reputation, REPUTATION_KEYS);
       body.agents = agents.map((a) => ({ token_id: a.token_id, chain: a.chain, name: a.name, score: a.score, grade: a.grade }));
     } else {
       body.chains = visible.map((c) => ({ chain: c.chain, score: this.chainScore(c, now), classification: { entity_type: c.classification.entity_type } }));
@@ -129,7 +149,7 @@ export class ReputationService {
     const k = c.classification as Record<string, unknown>;
     return {
       chain: c.chain,
-      score: { ...this.chainScore(c, now), confidence: c.confidence, dimensions: c.dimensions },
+      score: { ...this.chainScore(c, now), confidence: c.confidence, dimensions: pick(c.dimensions, DIMENSION_KEYS) },
       classification: {
         entity_type: k.entity_type,
         confidence: k.confidence,
@@ -139,9 +159,9 @@ export class ReputationService {
         has_verified_payment_activity: k.has_verified_payment_activity,
         reasons: k.reasons,
       },
-      identity: c.identity,
-      activity: c.activity,
-      evidence_summary: c.evidence,
+      identity: pick(c.identity, IDENTITY_KEYS),
+      activity: pick(c.activity, ACTIVITY_KEYS),
+      evidence_summary: pick(c.evidence, EVIDENCE_KEYS),
     };
   }
 

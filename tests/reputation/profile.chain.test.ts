@@ -184,6 +184,9 @@ describe('GET /v1/reputation/:address on an indexed local chain', () => {
       first_verified_tx_at: null,
       last_verified_tx_at: null,
     });
+    // jsonb reorders keys; the response restores the spec's order
+    expect(Object.keys(base.score.dimensions)).toEqual(['identity', 'activity', 'capability', 'reach', 'trust']);
+    expect(Object.keys(base.activity).slice(0, 3)).toEqual(['total_candidate_transactions', 'total_verified_transactions', 'as_candidate_payer']);
     expect(base.evidence_summary).toEqual({
       metadata_kind: 'data_uri',
       has_a2a_agent_card: true,
