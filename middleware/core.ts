@@ -122,7 +122,11 @@ export class GateCore<Req = unknown, Res = unknown> {
     this.cache = new DecisionCache<CachedAssess>({ maxEntries: config.cacheMaxEntries, enabled: config.cacheTtlMs > 0, now: config.now });
   }
 
-  async evaluate(req: Req, headers: Headers): Promise<Evaluation> {
+  /**
+   * Decides one request. Synchronous when the answer is cached (the hot path: no promise, no microtask hop),
+   * a promise when the identity server has to be asked or a session minted.
+   */
+  evaluate(req: Req, headers: Headers): Evaluation | Promise<Evaluation> {
     const identity = this.readIdentity(req, headers);
     if ('invalid' in identity) {
       return this.deny({ status: 400, code: 'invalid_address', message: `${identity.invalid} is not a valid EVM or Solana address.`, fields: {} }, emptyResult(), { operatorToken: null, signer: null });
@@ -158,9 +162,9 @@ export class GateCore<Req = unknown, Res = unknown> {
       result.cached = true;
       return this.decide(req, hit, result, capture, { operatorToken, wallet });
     }
-    const outcome = await this.cache.coalesce(key, () => this.assess(key, body)).promise;
-    if (outcome.kind === 'ok') return this.decide(req, outcome.body, result, capture, { operatorToken, wallet });
-    return this.failure(req, outcome, result, capture);
+    return this.cache.coalesce(key, () => this.assess(key, body)).promise.then((outcome) =>
+      outcome.kind === 'ok' ? this.decide(req, outcome.body, result, capture, { operatorToken, wallet }) : this.failure(req, outcome, result, capture),
+    );
   }
 
   /** Calls assess and caches a usable answer; errors are returned (never cached). */
@@ -210,13 +214,13 @@ export class GateCore<Req = unknown, Res = unknown> {
   }
 
   /** Turns a successful assess answer into allow/deny. */
-  private async decide(
+  private decide(
     req: Req,
     entry: CachedAssess,
     result: GateResult,
     capture: CaptureContext,
     who: { operatorToken: string | null; wallet: ParsedAddress | null },
-  ): Promise<Evaluation> {
+  ): Evaluation | Promise<Evaluation> {
     const body = entry.body;
     result.assess = body;
     result.quota = entry.quota;

@@ -25,25 +25,27 @@ export function createGate(options: GateOptions<Request, Response>): Gate {
   const config = parseOptions(options);
   const core = new GateCore<Request, Response>(config);
 
-  const gate = async function kyaGate(req: Request, res: Response, next: NextFunction): Promise<void> {
-    let evaluation: Evaluation;
-    try {
-      evaluation = await core.evaluate(req, req.headers);
-    } catch (err) {
-      return next(err);
-    }
+  // Not an async function on purpose: a cached decision is applied synchronously, without a promise per
+  // request; only a call to the identity server (or a minted session) goes through the promise path.
+  const apply = (req: Request, res: Response, next: NextFunction, evaluation: Evaluation): void => {
     states.set(req, { result: evaluation.result, capture: evaluation.capture, core });
     if (evaluation.kind === 'deny') {
-      try {
-        await sendDenial(req, res, evaluation.denial, config.onDenied);
-      } catch (err) {
-        next(err);
-      }
+      sendDenial(req, res, evaluation.denial, config.onDenied).catch(next);
       return;
     }
     if (evaluation.kind === 'degraded-allow' && config.degradedHeader) res.setHeader(config.degradedHeader, evaluation.infraReason);
     if (config.captureOn === 'success') captureAfterSuccess(res, core, evaluation.capture);
     next();
+  };
+  const gate = function kyaGate(req: Request, res: Response, next: NextFunction): void {
+    let evaluation: Evaluation | Promise<Evaluation>;
+    try {
+      evaluation = core.evaluate(req, req.headers);
+    } catch (err) {
+      return next(err);
+    }
+    if (evaluation instanceof Promise) evaluation.then((e) => apply(req, res, next, e), next);
+    else apply(req, res, next, evaluation);
   } as Gate;
   gate.close = () => core.close();
   return gate;
