@@ -4,7 +4,7 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { Config } from './config';
 import { createDb, type Db } from './db/knex';
 import { createLogger, type Logger } from './logger';
-import { createRedis, connectRedis, type Redis } from './stores/redis';
+import { createRedis, connectRedis, closeRedis, type Redis } from './stores/redis';
 import { MemoryKeyValueStore, MemoryPubSub, RedisKeyValueStore, RedisPubSub, type KeyValueStore, type PubSub } from './stores/kv';
 import { BullJobQueue, InProcessJobQueue, type JobQueue } from './jobs/queue';
 import { limiterFactory, type LimiterFactory } from './http/rateLimit';
@@ -144,7 +144,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const prefix = overrides.redisPrefix ?? config.redisPrefix;
   const lifecycle = new Lifecycle();
 
-  const db = createDb(config, { onConnectionError: (err) => logger.warn({ err: err.message }, 'database connection error') });
+  const db = createDb(config, { logger, onConnectionError: (err) => logger.warn({ err: err.message }, 'database connection error') });
   lifecycle.onStop('database', () => db.destroy());
 
   let redis: Redis | null = null;
@@ -162,7 +162,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     jobs = new BullJobQueue(config.redisUrl, prefix, logger, overrides.runWorkers ?? true, config.dependencyTimeoutMs);
     const clients = [redis, subscriber];
     lifecycle.onStop('redis', async () => {
-      await Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));
+      await Promise.all(clients.map((c) => closeRedis(c)));
     });
   } else {
     kv = new MemoryKeyValueStore();

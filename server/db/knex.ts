@@ -7,6 +7,7 @@ import pg from 'pg';
 import type { Config } from '../config';
 import { migrationSource } from './migrations';
 import { lockDataDir } from './lock';
+import type { Logger } from '../logger';
 
 // int8 (count(*), bigserial) as JS numbers: our counters stay far below 2^53.
 pg.types.setTypeParser(20, (value: string) => Number(value));
@@ -23,6 +24,18 @@ export interface DbOptions {
    * minutes (an index on a large table), whereas request-path queries must fail fast. Default false.
    */
   unbounded?: boolean;
+  /** Where knex's own warnings go (e.g. "Acquire connection error"); default: knex prints to the console. */
+  logger?: Pick<Logger, 'warn' | 'error' | 'debug'>;
+}
+
+function knexLog(logger: DbOptions['logger']): Knex.Config['log'] | undefined {
+  if (!logger) return undefined;
+  return {
+    warn: (message: unknown) => logger.warn({ knex: String(message) }, 'database warning'),
+    error: (message: unknown) => logger.error({ knex: String(message) }, 'database error'),
+    deprecate: (method: string, alternative: string) => logger.debug({ method, alternative }, 'knex deprecation'),
+    debug: () => undefined,
+  };
 }
 
 export function createDb(config: Config, options: DbOptions = {}): Db {
@@ -42,6 +55,7 @@ export function createDb(config: Config, options: DbOptions = {}): Db {
         keepAlive: true,
       } as Knex.PgConnectionConfig,
       acquireConnectionTimeout: timeout,
+      log: knexLog(options.logger),
       pool: {
         min: 0,
         max: config.dbPoolMax,
@@ -59,7 +73,7 @@ export function createDb(config: Config, options: DbOptions = {}): Db {
   const release = lockDataDir(config.dataDir);
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const ClientPGLite = require('knex-pglite');
-  const db = knexFactory({ client: ClientPGLite, dialect: 'postgres', connection: { filename: dir } } as Knex.Config);
+  const db = knexFactory({ client: ClientPGLite, dialect: 'postgres', connection: { filename: dir }, log: knexLog(options.logger) } as Knex.Config);
   const destroy = db.destroy.bind(db) as () => Promise<void>;
   // Closing the database hands the directory to the next process (the CLI, or the next start).
   (db as { destroy: () => Promise<void> }).destroy = () => destroy().finally(release);

@@ -22,7 +22,7 @@ export function isInfrastructureError(err: unknown): boolean {
   if (e.name === 'KnexTimeoutError' || e.name === 'MaxRetriesPerRequestError') return true;
   if (e.code && INFRA_CODES.has(e.code)) return true;
   const message = e.message ?? '';
-  return /Connection is closed|Stream isn't writeable|Command timed out|Connection terminated|timeout exceeded when trying to connect|Query read timeout|connect ECONNREFUSED|Client has encountered a connection error|PGlite is closed/i.test(message);
+  return /Connection is closed|Stream isn't writeable|Command timed out|Connection terminated|timeout exceeded when trying to connect|^timeout expired$|Query read timeout|connect ECONNREFUSED|Client has encountered a connection error|PGlite is closed/i.test(message);
 }
 
 function fromBodyParser(err: { type?: string; status?: number }): ApiError | null {

@@ -42,7 +42,12 @@ export function createMeter(limiters: LimiterFactory, quota: QuotaService): Mete
             principal.quota === null ? Promise.resolve(null) : quota.reserve(principal.accountId, principal.quota),
           ]);
           if (limitErr) {
-            reservation?.settle(429);
+            if (reservation) {
+              // Refunded: the headers show the count without this call (spec: quota headers on every 429 too).
+              reservation.settle(429);
+              const { state } = reservation;
+              quotaHeaders(res, { ...state, used: state.exceeded ? state.used : state.used - 1 });
+            }
             return next(limitErr);
           }
           if (reservation) {

@@ -125,6 +125,8 @@ export class InProcessJobQueue implements JobQueue {
 export class BullJobQueue implements JobQueue {
   private readonly queues = new Map<string, Queue>();
   private readonly workers: Worker[] = [];
+  private readonly retries = new Set<NodeJS.Timeout>();
+  private closed = false;
 
   constructor(
     private readonly redisUrl: string,
@@ -196,8 +198,23 @@ export class BullJobQueue implements JobQueue {
     this.workers.push(worker);
   }
 
+  /**
+   * Registers the schedule (idempotent). Start-up must not fail or hang on a Redis outage, so when Redis does
+   * not answer in time the registration is retried in the background until it succeeds or the queue closes.
+   */
   async repeat<T>(name: string, data: T, everyMs: number) {
-    await this.bounded(`repeat ${name}`, this.queue(name).upsertJobScheduler(`repeat-${name}`, { every: everyMs }, { name, data }));
+    const register = () => this.bounded(`repeat ${name}`, this.queue(name).upsertJobScheduler(`repeat-${name}`, { every: everyMs }, { name, data }));
+    try {
+      await register();
+    } catch (err) {
+      this.logger.warn({ err: (err as Error).message, queue: name }, 'could not register a repeating job yet; retrying in the background');
+      const retry = setInterval(() => {
+        if (this.closed) return clearInterval(retry);
+        register().then(() => clearInterval(retry), () => undefined);
+      }, 5000);
+      retry.unref();
+      this.retries.add(retry);
+    }
   }
 
   async idle() {
@@ -205,6 +222,8 @@ export class BullJobQueue implements JobQueue {
   }
 
   async close() {
+    this.closed = true;
+    for (const t of this.retries) clearInterval(t);
     await Promise.all(this.workers.map((w) => w.close()));
     await Promise.all([...this.queues.values()].map((q) => q.close()));
   }

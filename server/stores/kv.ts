@@ -129,7 +129,13 @@ export class RedisPubSub implements PubSub {
     const list = this.handlers.get(full) ?? [];
     list.push(handler);
     this.handlers.set(full, list);
-    if (list.length === 1) await this.subscriber.subscribe(full);
+    if (list.length === 1) {
+      // While Redis is down the SUBSCRIBE waits in the offline queue and is sent on reconnect; only wait for
+      // it when connected, so start-up never blocks on Redis.
+      const subscribed = this.subscriber.subscribe(full);
+      subscribed.catch(() => undefined);
+      if (this.subscriber.status === 'ready') await subscribed;
+    }
   }
   async close() {
     this.handlers.clear();

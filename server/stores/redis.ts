@@ -5,14 +5,17 @@ import type { Logger } from '../logger';
 
 export type { Redis };
 
-/** `subscriber` clients keep an offline queue so SUBSCRIBE issued during a reconnect is not lost. */
+/**
+ * `subscriber` clients only SUBSCRIBE: they keep an offline queue and retry without limit or timeout, so a
+ * SUBSCRIBE issued while Redis is down (e.g. at start) is sent once it is back instead of failing start-up.
+ */
 export function createRedis(url: string, timeoutMs: number, logger: Logger, name = 'main', subscriber = false): Redis {
   const options: RedisOptions = {
     lazyConnect: true,
     enableOfflineQueue: subscriber,
-    enableAutoPipelining: true,
-    maxRetriesPerRequest: 0,
-    commandTimeout: timeoutMs,
+    enableAutoPipelining: !subscriber,
+    maxRetriesPerRequest: subscriber ? null : 0,
+    commandTimeout: subscriber ? undefined : timeoutMs,
     connectTimeout: Math.min(timeoutMs, 1000),
     retryStrategy: (attempt) => Math.min(50 * attempt, 500),
     reconnectOnError: () => true,
@@ -40,4 +43,20 @@ export async function connectRedis(client: Redis, timeoutMs: number): Promise<vo
       timer = setTimeout(() => reject(new Error(`redis not reachable within ${timeoutMs} ms`)), timeoutMs);
     }),
   ]).finally(() => clearTimeout(timer));
+}
+
+/** Closes a client without waiting on a Redis that is down (QUIT would sit in the offline queue forever). */
+export async function closeRedis(client: Redis, timeoutMs = 1000): Promise<void> {
+  if (client.status !== 'ready') {
+    client.disconnect();
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    client.quit().catch(() => undefined),
+    new Promise((resolve) => {
+      timer = setTimeout(resolve, timeoutMs);
+    }),
+  ]).finally(() => clearTimeout(timer));
+  client.disconnect();
 }

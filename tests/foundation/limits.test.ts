@@ -98,6 +98,7 @@ describe('per-second rate limit', () => {
     expect(first.status).toBe(200);
     expect(second.status).toBe(429);
     expect(second.body.error.code).toBe('rate_limited');
+    expect([second.headers['x-quota-limit'], second.headers['x-quota-used']]).toEqual(['50', '1']); // quota headers on every 429
     await new Promise((r) => setTimeout(r, 1100));
     const third = await request(appA).post('/t/metered').set('X-API-Key', apiKey).send({ ok: true });
     expect(third.headers['x-quota-used']).toBe('2');
