@@ -41,9 +41,11 @@ export function run(command: string, args: string[], env: NodeJS.ProcessEnv, tim
 export async function admin(args: string[], env: NodeJS.ProcessEnv): Promise<RunResult & { json: any }> {
   const result = await run('npx', ['tsx', 'server/cli/admin.ts', ...args], env);
   let json: unknown = null;
-  const text = result.code === 0 ? result.stdout : result.stderr;
+  // Success: stdout is exactly one JSON document. Failure: the error document is the last thing on stderr
+  // (after npm notices and one-line JSON log records).
+  const text = result.code === 0 ? result.stdout : result.stderr.slice(result.stderr.lastIndexOf('{\n  "error"'));
   try {
-    json = JSON.parse(text.slice(text.indexOf('{')));
+    json = JSON.parse(text);
   } catch {
     json = null;
   }
