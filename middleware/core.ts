@@ -149,19 +149,18 @@ export class GateCore<Req = unknown, Res = unknown> {
     // A rail without a wallet signature only means something against a claimed wallet; with a token it is
     // simply a card payment, so no signer is sent (and no wallet_auth_requires_wallet_signing verdict).
     const wireSigner = !signer ? null : signer.address !== null ? { address: signer.address, network: signer.network } : !operatorToken && wallet ? { address: null, network: wallet.network } : null;
-    const body: AssessRequestBody = {};
-    if (wallet) body.address = wallet.address;
-    if (operatorToken) body.operator_token = operatorToken;
-    if (chain) body.chain = chain;
-    if (this.config.policy) body.policy = this.config.policy;
-    if (wireSigner) body.signer = wireSigner;
-
     const key = cacheKey({ operatorToken, walletAddress: wallet?.address ?? null, policyKey: this.config.policyKey, chain, signer: wireSigner });
     const hit = this.cache.get(key);
     if (hit) {
       result.cached = true;
       return this.decide(req, hit, result, capture, { operatorToken, wallet });
     }
+    const body: AssessRequestBody = {};
+    if (wallet) body.address = wallet.address;
+    if (operatorToken) body.operator_token = operatorToken;
+    if (chain) body.chain = chain;
+    if (this.config.policy) body.policy = this.config.policy;
+    if (wireSigner) body.signer = wireSigner;
     return this.cache.coalesce(key, () => this.assess(key, body)).promise.then((outcome) =>
       outcome.kind === 'ok' ? this.decide(req, outcome.body, result, capture, { operatorToken, wallet }) : this.failure(req, outcome, result, capture),
     );

@@ -160,8 +160,10 @@ export function extractPaymentSigner(headers: Headers, config: SignerConfig): Si
   if (v1 !== undefined) return fromX402(v1, 'x-payment', config);
   const auth = headerValue(headers, 'authorization');
   if (auth !== undefined && /^payment\s/i.test(auth)) return fromMpp(auth.replace(/^payment\s+/i, ''), config);
-  return { kind: 'none' };
+  return NO_PAYMENT;
 }
+
+const NO_PAYMENT: SignerExtraction = Object.freeze({ kind: 'none' });
 
 class SignerFailure extends Error {
   constructor(readonly code: SignerErrorCode, message: string) {
