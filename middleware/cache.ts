@@ -53,8 +53,10 @@ export class DecisionCache<V extends object = CachedAssess> {
   private readonly lru: LRUCache<string, V> | null;
   private readonly inflight = new Map<string, Promise<unknown>>();
 
+  // ttlResolution 0: read the clock on every get instead of caching it behind a 1 ms timer (a timer per
+  // millisecond on the hot path cost more than the clock read).
   constructor(options: { maxEntries: number; enabled: boolean; now: () => number }) {
-    this.lru = options.enabled ? new LRUCache<string, V>({ max: options.maxEntries, ttlAutopurge: false, perf: { now: options.now } }) : null;
+    this.lru = options.enabled ? new LRUCache<string, V>({ max: options.maxEntries, ttlAutopurge: false, ttlResolution: 0, perf: { now: options.now } }) : null;
   }
 
   get(key: string): V | undefined {

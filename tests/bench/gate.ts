@@ -7,6 +7,7 @@
 // Env: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/kya_bench_gate), BENCH_REDIS_URL
 // (default redis://127.0.0.1:6379/5), BENCH_SECONDS (default 10).
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import knexFactory from 'knex';
@@ -116,17 +117,30 @@ interface Result {
   p50: number;
   p99: number;
   bad: number;
+  /** CPU time (user + system) the app process spent per request served, in µs: immune to scheduling noise. */
+  cpuUs: number;
+}
+
+const pids: Partial<Record<ShopMode, number>> = {};
+
+/** utime + stime of a process, in clock ticks (/proc/<pid>/stat fields 14 and 15; 100 ticks per second). */
+function cpuTicks(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
 }
 
 async function drive(mode: ShopMode, connections: number, wallets: string[], seconds = SECONDS): Promise<Result> {
   let i = 0;
+  const before = cpuTicks(pids[mode]!);
   const r = await autocannon({
     url: `http://127.0.0.1:${SHOP_PORTS[mode]}`,
     connections,
     duration: seconds,
     requests: [{ method: 'GET', path: '/paid', setupRequest: (req) => ({ ...req, headers: { ...req.headers, 'x-wallet-address': wallets[i++ % wallets.length] } }) }],
   });
-  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, bad: r.errors + r.timeouts + r.non2xx };
+  const cpuUs = ((cpuTicks(pids[mode]!) - before) * 10_000) / Math.max(1, r.requests.total);
+  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, bad: r.errors + r.timeouts + r.non2xx, cpuUs };
 }
 
 /** The gate's own work per request on the warm path, timed in this process (no HTTP, no scheduler noise). */
@@ -159,6 +173,7 @@ function medianResult(results: Result[]): Result {
     p50: median(results.map((r) => r.p50)),
     p99: median(results.map((r) => r.p99)),
     bad: results.reduce((n, r) => n + r.bad, 0),
+    cpuUs: median(results.map((r) => r.cpuUs)),
   };
 }
 
@@ -187,7 +202,9 @@ async function main(): Promise<void> {
   let evaluateMicros = 0;
   try {
     for (const mode of Object.keys(SHOP_PORTS) as ShopMode[]) {
-      shops.push(await start([path.join('tests/bench/gate.ts'), 'shop', mode], { BENCH_API_KEY: apiKey }, SHOP_PORTS[mode]));
+      const child = await start([path.join('tests/bench/gate.ts'), 'shop', mode], { BENCH_API_KEY: apiKey }, SHOP_PORTS[mode]);
+      pids[mode] = child.pid;
+      shops.push(child);
     }
     const warmSet = wallets.slice(0, WARM_IDENTITIES);
     // Warm-up: JIT, keep-alive pools, and (for the warm shop) one decision per identity in its cache.
@@ -209,7 +226,8 @@ async function main(): Promise<void> {
       const ratios = warm.map((r, k) => r.rps / bare[k].rps);
       const warmRatio = median(ratios);
       details.push(`${connections} connections, per-round warm/bare: ${ratios.map((x) => (x * 100).toFixed(1) + ' %').join(', ')} (bare req/s ${bare.map((r) => r.rps).join(', ')})`);
-      const row = (name: string, r: Result, ratio: number) => `| ${connections} | ${name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.bad} | ${(ratio * 100).toFixed(1)} % |`;
+      const row = (name: string, r: Result, ratio: number) =>
+        `| ${connections} | ${name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.bad} | ${(ratio * 100).toFixed(1)} % | ${r.cpuUs.toFixed(0)} | ${((b.cpuUs / r.cpuUs) * 100).toFixed(1)} % |`;
       rows.push(row('bare route', b, 1), row('gate, warm cache', w, warmRatio), row('gate, cold cache (assess every request)', cold, cold.rps / b.rps));
     }
     evaluateMicros = await measureEvaluate(apiKey, warmSet);
@@ -218,8 +236,8 @@ async function main(): Promise<void> {
     identity.kill('SIGTERM');
   }
   console.log(`\ngate benchmark: bare and warm alternate in ${ROUNDS} rounds of ${ROUND_SECONDS} s (medians; ratio = median of per-round ratios); cold ${SECONDS} s; warm = ${WARM_IDENTITIES} wallet identities already cached; cold = ${wallets.length} identities, cacheSeconds 0, every request calls POST /v1/assess (policy ${JSON.stringify(POLICY)})\n`);
-  console.log('| connections | route | req/s | p50 ms | p99 ms | errors+non-2xx | of bare |');
-  console.log('|---|---|---|---|---|---|---|');
+  console.log('| connections | route | req/s | p50 ms | p99 ms | errors+non-2xx | req/s of bare | app CPU µs/req | CPU capacity of bare |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) console.log(r);
   console.log('');
   for (const d of details) console.log(d);
