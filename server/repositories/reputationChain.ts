@@ -37,15 +37,25 @@ export interface FeedbackRow {
   revoked_at: Date | null;
 }
 
-export interface PaymentRow {
-  chain: string;
-  tx_hash: string;
-  log_index: number;
-  payer: string;
-  payee: string;
-  value: string;
-  block_time: Date;
+export interface PaymentStats {
+  /** Rows involving the address (a self-payment counts once here, and as both payer and payee). */
+  total: number;
+  asPayer: number;
+  asPayee: number;
+  counterparties: number;
+  activeDays: number;
+  activeMonths: number;
+  firstAt: Date | null;
+  lastAt: Date | null;
+  verifiedPayee: number;
+  verifiedPayeeFirstAt: Date | null;
+  verifiedPayeeLastAt: Date | null;
 }
+
+export const emptyPaymentStats = (): PaymentStats => ({
+  total: 0, asPayer: 0, asPayee: 0, counterparties: 0, activeDays: 0, activeMonths: 0, firstAt: null, lastAt: null,
+  verifiedPayee: 0, verifiedPayeeFirstAt: null, verifiedPayeeLastAt: null,
+});
 
 export interface SyncStateRow {
   chain: string;
@@ -261,13 +271,61 @@ export class ReputationChainRepository {
     return rows.map((r) => ({ ...r, feedback_index: Number(r.feedback_index), value_decimals: Number(r.value_decimals) }));
   }
 
-  async paymentsOf(address: string, chain?: string): Promise<PaymentRow[]> {
-    const q = this.db('candidate_payments')
-      .where((w) => w.where('payer', address).orWhere('payee', address))
-      .select('chain', 'tx_hash', 'log_index', 'payer', 'payee', 'value', 'block_time')
-      .orderBy('block_time');
-    if (chain) q.andWhere('chain', chain);
-    return (await q).map((r) => ({ ...r, log_index: Number(r.log_index), block_time: new Date(r.block_time) }));
+  /**
+   * Candidate-payment aggregates per chain for one address, computed in SQL (a busy payee may have millions
+   * of rows). `verified_payee*` counts payments into the address from a wallet captured by a merchant within
+   * `marginHours` of that capture's window — payments the service itself saw the payer make.
+   */
+  async paymentStats(address: string, options: { network: string; marginHours: number; chain?: string }): Promise<Map<string, PaymentStats>> {
+    const chainFilter = options.chain ? 'and chain = ?' : '';
+    const chainArg = options.chain ? [options.chain] : [];
+    const [totals, verified] = await Promise.all([
+      this.db.raw(
+        `select chain, count(*) as total,
+                count(*) filter (where payer = ?) as as_payer,
+                count(*) filter (where payee = ?) as as_payee,
+                count(distinct case when payer = ? then payee else payer end) as counterparties,
+                count(distinct to_char(block_time at time zone 'UTC', 'YYYY-MM-DD')) as active_days,
+                count(distinct to_char(block_time at time zone 'UTC', 'YYYY-MM')) as active_months,
+                min(block_time) as first_at, max(block_time) as last_at
+           from candidate_payments where (payer = ? or payee = ?) ${chainFilter} group by chain`,
+        [address, address, address, address, address, ...chainArg],
+      ),
+      this.db.raw(
+        `select p.chain, count(*) as n, min(p.block_time) as first_at, max(p.block_time) as last_at
+           from candidate_payments p
+          where p.payee = ? ${chainFilter.replace('chain', 'p.chain')}
+            and exists (select 1 from wallet_captures c
+                         where c.network = ? and c.wallet_address = p.payer
+                           and p.block_time between c.first_seen_at - make_interval(hours => ?) and c.last_seen_at + make_interval(hours => ?))
+          group by p.chain`,
+        [address, ...chainArg, options.network, options.marginHours, options.marginHours],
+      ),
+    ]);
+    const out = new Map<string, PaymentStats>();
+    for (const r of totals.rows as Array<Record<string, unknown>>) {
+      out.set(String(r.chain), {
+        total: Number(r.total),
+        asPayer: Number(r.as_payer),
+        asPayee: Number(r.as_payee),
+        counterparties: Number(r.counterparties),
+        activeDays: Number(r.active_days),
+        activeMonths: Number(r.active_months),
+        firstAt: r.first_at ? new Date(r.first_at as string) : null,
+        lastAt: r.last_at ? new Date(r.last_at as string) : null,
+        verifiedPayee: 0,
+        verifiedPayeeFirstAt: null,
+        verifiedPayeeLastAt: null,
+      });
+    }
+    for (const r of verified.rows as Array<Record<string, unknown>>) {
+      const stats = out.get(String(r.chain));
+      if (!stats) continue;
+      stats.verifiedPayee = Number(r.n);
+      stats.verifiedPayeeFirstAt = r.first_at ? new Date(r.first_at as string) : null;
+      stats.verifiedPayeeLastAt = r.last_at ? new Date(r.last_at as string) : null;
+    }
+    return out;
   }
 
   /** Chains on which the address appears in indexed data (agent owner/wallet, payer or payee). */

@@ -6,7 +6,7 @@ import type { Knex } from 'knex';
 import type { Logger } from '../logger';
 import type { ChainConfig } from '../chain/config';
 import { metadataKind } from '../chain/registration';
-import type { AgentRow, FeedbackRow, PaymentRow, ReputationChainRepository, SyncStateRow } from '../repositories/reputationChain';
+import { emptyPaymentStats, type AgentRow, type FeedbackRow, type PaymentStats, type ReputationChainRepository, type SyncStateRow } from '../repositories/reputationChain';
 import type { AgentScoreRow, CaptureRow, ChainScoreRow, ReputationRepository } from '../repositories/reputation';
 import { parseAddress } from '../../shared/address';
 import {
@@ -35,13 +35,11 @@ export interface ScoreOutcome {
 }
 
 /** A captured payer's payments within this margin of its capture window count as verified. */
-const CAPTURE_WINDOW_MARGIN_MS = 24 * 3600_000;
+const CAPTURE_WINDOW_MARGIN_HOURS = 24;
 const MAX_AGENTS_SCORED = 500;
 
 const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
 const round1 = (x: number) => Math.round(x * 10) / 10;
-const utcDay = (d: Date) => d.toISOString().slice(0, 10);
-const utcMonth = (d: Date) => d.toISOString().slice(0, 7);
 
 interface RegistrationJson {
   name?: string | null;
@@ -103,17 +101,15 @@ export class ReputationScorer {
       ? await Promise.all([
           this.chainRepo.agentsOwnedBy(address),
           this.chainRepo.agentsWithWallet(address),
-          this.chainRepo.paymentsOf(address),
+          this.chainRepo.paymentStats(address, { network, marginHours: CAPTURE_WINDOW_MARGIN_HOURS }),
           this.chainRepo.chainsWithEvidence(address),
         ])
-      : [[], [], [], []];
+      : [[], [], new Map<string, PaymentStats>(), []];
     const jobChain = job.chain && (evm ? job.chain !== 'solana' : job.chain === 'solana') ? job.chain : null;
     let targets = [...new Set([jobChain, ...evidenceChains, ...existing.map((c) => c.chain)].filter((c): c is string => Boolean(c)))];
     if (targets.length === 0) targets = [this.defaultChain(network)];
 
     const [ownCaptures, level] = await Promise.all([this.repo.capturesOf(network, [address]), this.repo.verificationLevel(network, address)]);
-    const incomingPayers = [...new Set(payments.filter((p) => p.payee === address).map((p) => p.payer))];
-    const payerCaptures = groupBy(await this.repo.capturesOf(network, incomingPayers), (c) => c.wallet_address);
 
     const related = uniqueAgents([...owned, ...asWallet]);
     const feedbackByChain = new Map<string, FeedbackRow[]>();
@@ -131,7 +127,7 @@ export class ReputationScorer {
       }
       const chainAgents = related.filter((a) => a.chain === chain);
       const chainOwned = owned.filter((a) => a.chain === chain);
-      const chainPayments = payments.filter((p) => p.chain === chain);
+      const chainPayments = payments.get(chain) ?? emptyPaymentStats();
       const feedback = feedbackByChain.get(chain) ?? [];
       const features = buildFeatures({
         address,
@@ -140,7 +136,6 @@ export class ReputationScorer {
         isAgentWallet: asWallet.some((a) => a.chain === chain),
         payments: chainPayments,
         ownCaptures,
-        payerCaptures,
         feedback,
         level,
       });
@@ -159,7 +154,7 @@ export class ReputationScorer {
           ...classification,
           is_known: related.length > 0 || linked,
           is_known_erc8004_agent: chainAgents.length > 0,
-          has_candidate_payment_activity: chainPayments.length > 0,
+          has_candidate_payment_activity: chainPayments.total > 0,
           has_verified_payment_activity: features.verifiedTotal > 0,
         },
         identity: features.identity,
@@ -180,7 +175,9 @@ export class ReputationScorer {
     const agentRows: AgentScoreRow[] = [];
     for (const agent of owned.slice(0, MAX_AGENTS_SCORED)) {
       if (!this.isInSync(agent.chain, states, now)) continue;
-      const walletPayments = agent.agent_wallet ? await this.chainRepo.paymentsOf(agent.agent_wallet, agent.chain) : [];
+      const walletPayments = agent.agent_wallet
+        ? (await this.chainRepo.paymentStats(agent.agent_wallet, { network, marginHours: CAPTURE_WINDOW_MARGIN_HOURS, chain: agent.chain })).get(agent.chain) ?? emptyPaymentStats()
+        : emptyPaymentStats();
       const walletCaptures = agent.agent_wallet ? await this.repo.capturesOf(network, [agent.agent_wallet]) : [];
       const f = buildFeatures({
         address: agent.agent_wallet ?? '',
@@ -189,7 +186,6 @@ export class ReputationScorer {
         isAgentWallet: false,
         payments: walletPayments,
         ownCaptures: walletCaptures,
-        payerCaptures: new Map(),
         feedback: (feedbackByChain.get(agent.chain) ?? []).filter((fb) => fb.token_id === agent.token_id),
         level,
       }).features;
@@ -241,12 +237,6 @@ export class ReputationScorer {
   }
 }
 
-function groupBy<T>(items: T[], key: (t: T) => string): Map<string, T[]> {
-  const map = new Map<string, T[]>();
-  for (const item of items) map.set(key(item), [...(map.get(key(item)) ?? []), item]);
-  return map;
-}
-
 function uniqueAgents(agents: AgentRow[]): AgentRow[] {
   const seen = new Map<string, AgentRow>();
   for (const a of agents) seen.set(`${a.chain}:${a.token_id}`, a);
@@ -291,9 +281,8 @@ interface FeatureInput {
   agents: AgentRow[];
   ownedCount: number;
   isAgentWallet: boolean;
-  payments: PaymentRow[];
+  payments: PaymentStats;
   ownCaptures: CaptureRow[];
-  payerCaptures: Map<string, CaptureRow[]>;
   feedback: FeedbackRow[];
   level: VerificationLevel;
 }
@@ -327,34 +316,22 @@ export function buildFeatures(input: FeatureInput) {
   const stars = evs.map((e) => e.github_stars).filter((s): s is number => typeof s === 'number');
   f.githubStars = githubUrl && stars.length ? Math.max(...stars) : null;
 
-  const asPayer = input.payments.filter((p) => p.payer === input.address);
-  const asPayee = input.payments.filter((p) => p.payee === input.address);
-  const counterparties = new Set([...asPayer.map((p) => p.payee), ...asPayee.map((p) => p.payer)]);
-  const times = input.payments.map((p) => p.block_time);
-  f.candidate = {
-    asPayer: asPayer.length,
-    asPayee: asPayee.length,
-    counterparties: counterparties.size,
-    activeDays: new Set(times.map(utcDay)).size,
-    activeMonths: new Set(times.map(utcMonth)).size,
-  };
+  const pay = input.payments;
+  f.candidate = { asPayer: pay.asPayer, asPayee: pay.asPayee, counterparties: pay.counterparties, activeDays: pay.activeDays, activeMonths: pay.activeMonths };
 
   // Verified: payments the service itself saw. As payer: the merchant-reported captures of this wallet. As
-  // payee: on-chain payments into this address from wallets captured around the time they paid.
-  const verifiedIncoming = asPayee.filter((p) =>
-    (input.payerCaptures.get(p.payer) ?? []).some(
-      (c) => p.block_time.getTime() >= c.first_seen_at.getTime() - CAPTURE_WINDOW_MARGIN_MS && p.block_time.getTime() <= c.last_seen_at.getTime() + CAPTURE_WINDOW_MARGIN_MS,
-    ),
-  );
+  // payee: on-chain payments into this address from wallets captured around the time they paid (in SQL).
   const capturedCount = input.ownCaptures.reduce((s, c) => s + c.transaction_count, 0);
-  f.verified = { asPayer: capturedCount, asPayee: verifiedIncoming.length };
-  const verifiedTimes = [...input.ownCaptures.flatMap((c) => [c.first_seen_at, c.last_seen_at]), ...verifiedIncoming.map((p) => p.block_time)].map((d) => d.getTime());
+  f.verified = { asPayer: capturedCount, asPayee: pay.verifiedPayee };
+  const verifiedTimes = [
+    ...input.ownCaptures.flatMap((c) => [c.first_seen_at, c.last_seen_at]),
+    ...[pay.verifiedPayeeFirstAt, pay.verifiedPayeeLastAt].filter((d): d is Date => d !== null),
+  ].map((d) => d.getTime());
 
   f.feedback = { count: input.feedback.length, clients: new Set(input.feedback.map((x) => x.client_address)).size, trustAvg: trustAverage(input.feedback) };
 
   const minTime = (ts: number[]) => (ts.length ? new Date(Math.min(...ts)) : null);
   const maxTime = (ts: number[]) => (ts.length ? new Date(Math.max(...ts)) : null);
-  const candidateTimes = times.map((d) => d.getTime());
   const verifiedTotal = f.verified.asPayer + f.verified.asPayee;
   const firstAgent = input.agents[0];
   return {
@@ -362,17 +339,17 @@ export function buildFeatures(input: FeatureInput) {
     verifiedTotal,
     identity: { ens_name: ensName, website_url: websiteUrl, github_url: githubUrl },
     activity: {
-      total_candidate_transactions: input.payments.length,
+      total_candidate_transactions: pay.total,
       total_verified_transactions: verifiedTotal,
-      as_candidate_payer: asPayer.length,
-      as_candidate_payee: asPayee.length,
+      as_candidate_payer: pay.asPayer,
+      as_candidate_payee: pay.asPayee,
       as_verified_payer: f.verified.asPayer,
       as_verified_payee: f.verified.asPayee,
-      counterparties_count: counterparties.size,
+      counterparties_count: pay.counterparties,
       active_days: f.candidate.activeDays,
       active_months: f.candidate.activeMonths,
-      first_candidate_tx_at: iso(minTime(candidateTimes)),
-      last_candidate_tx_at: iso(maxTime(candidateTimes)),
+      first_candidate_tx_at: iso(pay.firstAt),
+      last_candidate_tx_at: iso(pay.lastAt),
       first_verified_tx_at: iso(minTime(verifiedTimes)),
       last_verified_tx_at: iso(maxTime(verifiedTimes)),
     },
