@@ -40,7 +40,7 @@ function installShutdown(deps: Deps, server: Server) {
     deps.logger.info({ signal }, 'shutting down');
     const force = setTimeout(() => {
       deps.logger.error('shutdown timed out; exiting');
-      process.exit(1);
+      setTimeout(() => process.exit(1), 200); // see below: let the log write settle first
     }, deps.config.shutdownTimeoutMs);
     force.unref();
     await new Promise<void>((resolve) => {
@@ -55,7 +55,11 @@ function installShutdown(deps: Deps, server: Server) {
     });
     await deps.lifecycle.stop(deps.logger);
     deps.logger.info('stopped');
-    deps.logger.flush(() => process.exit(0));
+    // Give the asynchronous log writes a moment to land (or to fail with EPIPE when whoever read our stdout
+    // is gone): exiting with writes still pending makes pino flush synchronously at exit, and sonic-boom's
+    // synchronous flush retries a broken pipe forever, so the process would never exit.
+    deps.logger.flush();
+    setTimeout(() => process.exit(0), 200);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));

@@ -74,9 +74,11 @@ export function createDb(config: Config, options: DbOptions = {}): Db {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const ClientPGLite = require('knex-pglite');
   const db = knexFactory({ client: ClientPGLite, dialect: 'postgres', connection: { filename: dir }, log: knexLog(options.logger) } as Knex.Config);
-  const destroy = db.destroy.bind(db) as () => Promise<void>;
-  // Closing the database hands the directory to the next process (the CLI, or the next start).
-  (db as { destroy: () => Promise<void> }).destroy = () => destroy().finally(release);
+  // Closing the database hands the directory to the next process (the CLI, or the next start). knex's own
+  // `destroy` is read-only; it delegates to the client's, which is an ordinary method.
+  const client = db.client as { destroy: (callback?: unknown) => Promise<void> };
+  const destroy = client.destroy.bind(client);
+  client.destroy = (callback?: unknown) => destroy(callback).finally(release);
   return db;
 }
 

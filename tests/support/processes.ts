@@ -62,8 +62,19 @@ export interface ServerProcess {
   kill(signal?: NodeJS.Signals): void;
 }
 
+const running = new Set<ChildProcess>();
+
+/**
+ * Starts the server exactly as `npm start` does: `node --import tsx server/main.ts`, one process, so SIGTERM
+ * reaches the server itself. (Under the `tsx` CLI wrapper a second process relays signals and SIGKILLs the
+ * server when it does not acknowledge within ~30 ms — under load that cuts graceful shutdown short; the
+ * npx wrapper does not forward SIGTERM at all.) It runs in its own process group so a stray one can be
+ * killed with everything it started.
+ */
 export function startServer(env: NodeJS.ProcessEnv): ServerProcess {
-  const child = spawn('npx', ['tsx', 'server/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  running.add(child);
+  child.on('exit', () => running.delete(child));
   let out = '';
   const listeners = new Set<() => void>();
   const onData = (d: Buffer) => {
@@ -83,7 +94,7 @@ export function startServer(env: NodeJS.ProcessEnv): ServerProcess {
     output: () => out,
     exited,
     kill: (signal = 'SIGTERM') => {
-      if (!done) child.kill(signal);
+      if (!done) signalGroup(child, signal);
     },
     waitFor(pattern, timeoutMs = 60_000) {
       return new Promise((resolve, reject) => {
@@ -104,4 +115,17 @@ export function startServer(env: NodeJS.ProcessEnv): ServerProcess {
       });
     },
   };
+}
+
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals) {
+  try {
+    process.kill(-child.pid!, signal);
+  } catch {
+    /* already gone */
+  }
+}
+
+/** Safety net for afterAll: SIGKILLs every server this test file started that is still running. */
+export function killStrayServers() {
+  for (const child of running) signalGroup(child, 'SIGKILL');
 }
