@@ -65,14 +65,16 @@ const schema = Joi.object({
   DATABASE_URL: Joi.string().uri({ scheme: ['postgres', 'postgresql'] }).empty('').default(null),
   DATA_DIR: Joi.string().default('./data'),
   REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).empty('').default(null),
-  REDIS_PREFIX: Joi.string().pattern(/^[a-z0-9:_-]+$/i).default('kya:'),
+  REDIS_PREFIX: Joi.string().pattern(/^[a-z0-9:_-]+$/i).default('kya:')
+    .messages({ 'string.pattern.base': 'may contain only letters, digits, ":", "_" and "-"' }),
   PUBLIC_BASE_URL: Joi.string().uri({ scheme: ['http', 'https'] }).empty('').default(null),
   SIGNUP_URL: Joi.string().uri({ scheme: ['http', 'https'] }).default('https://kya.dev/signup'),
   SUPPORT_EMAIL: Joi.string().email({ tlds: false }).default('compliance@kya.dev'),
   SUPPORT_SUBJECT: Joi.string().default('Verification review'),
   TRUST_PROXY: Joi.alternatives(Joi.boolean(), Joi.number().integer().min(0), Joi.string()).default(false),
   LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
-  BODY_LIMIT: Joi.string().pattern(/^\d+(b|kb|mb)$/i).default('100kb'),
+  BODY_LIMIT: Joi.string().pattern(/^\d+(b|kb|mb)$/i).default('100kb')
+    .messages({ 'string.pattern.base': 'must be a size such as 100kb or 1mb' }),
   SERVER_SECRET: Joi.string().min(32).empty('').default(null),
   PII_ENCRYPTION_KEY: Joi.string().pattern(/^[0-9a-fA-F]{64}$/).empty('').default(null)
     .messages({ 'string.pattern.base': 'must be 64 hex characters (32 bytes)' }),
