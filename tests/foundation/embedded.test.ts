@@ -42,6 +42,9 @@ describe('embedded mode (npm start on a bare machine)', () => {
       const authed = await request(base).get('/v1/credentials').set('X-API-Key', demoKey);
       expect(authed.status).toBe(200);
       expect(authed.headers['x-ratelimit-limit']).toBe('20'); // the demo merchant is on the Paid tier
+      const session = await request(base).post('/v1/sessions').set('X-API-Key', demoKey).send({ product_name: 'Demo' });
+      expect(session.status).toBe(200);
+      expect([session.headers['x-quota-limit'], session.headers['x-quota-used']]).toEqual(['10000', '1']);
       const anonymous = await request(base).get('/v1/credentials');
       expect(anonymous.status).toBe(401);
       expect(anonymous.body.error.code).toBe('signup_required');
@@ -65,6 +68,9 @@ describe('embedded mode (npm start on a bare machine)', () => {
       expect(server.output()).not.toMatch(KEY);
       expect(server.output()).not.toContain('demo merchant created');
       expect((await request(base).get('/v1/credentials').set('X-API-Key', demoKey)).status).toBe(200);
+      // The quota count written behind before the first shutdown is still there.
+      const session = await request(base).post('/v1/sessions').set('X-API-Key', demoKey).send({});
+      expect(session.headers['x-quota-used']).toBe('2');
     } finally {
       server.kill('SIGTERM');
     }
