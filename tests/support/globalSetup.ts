@@ -28,7 +28,8 @@ export default async function globalSetup(): Promise<void> {
     await db.destroy();
   }
 
-  const redis = new Redis(TEST_REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 3000 });
+  const redis = new Redis(TEST_REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 3000, retryStrategy: () => null });
+  redis.on('error', () => undefined); // reported below, once, with how to start Redis
   try {
     await redis.connect();
     await redis.ping();
