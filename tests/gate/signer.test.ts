@@ -1,3 +1,5 @@
+// Signer extraction unit tests: payment headers signed with ethers and tweetnacl test keys (valid, tampered,
+// wrong domain, wrong signer, smart-wallet length, garbage) must give the right signer or a clear error code.
 import { Transaction, Wallet } from 'ethers';
 import nacl from 'tweetnacl';
 import bs58 from 'bs58';
