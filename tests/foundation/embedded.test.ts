@@ -31,7 +31,7 @@ describe('embedded mode (npm start on a bare machine)', () => {
     const server = startServer(env);
     try {
       await server.waitFor(/kya identity server listening/);
-      const keys = server.output().match(KEY) ?? [];
+      const keys: string[] = server.output().match(KEY) ?? [];
       expect(keys).toHaveLength(1);
       demoKey = keys[0];
       expect(server.output()).toContain('Its API key is shown ONCE');

@@ -4,6 +4,7 @@ import request from 'supertest';
 import type { Express } from 'express';
 import { createHarness, createMerchant, resetTables, type Harness } from '../support/harness';
 import { meteredApp } from '../support/meteredApp';
+import { createApp } from '../../server/app';
 
 describe('error contract', () => {
   let h: Harness;
@@ -83,6 +84,19 @@ describe('error contract', () => {
     expect(generated.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     const hostile = await request(h.app).get('/nope').set('X-Request-Id', '<script>alert(1)</script>');
     expect(hostile.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('takes the client address from X-Forwarded-For only when TRUST_PROXY says so', async () => {
+    const direct = await request(test).get('/t/ip').set('X-Forwarded-For', '203.0.113.7');
+    expect(direct.body.ip).not.toBe('203.0.113.7');
+    const behindLb = await createHarness({ env: { TRUST_PROXY: '1' } });
+    try {
+      expect(createApp(behindLb.deps).get('trust proxy')).toBe(1);
+      const res = await request(meteredApp(behindLb.deps)).get('/t/ip').set('X-Forwarded-For', '198.51.100.1, 203.0.113.7');
+      expect(res.body.ip).toBe('203.0.113.7');
+    } finally {
+      await behindLb.close();
+    }
   });
 
   it('sends security headers and no framework banner', async () => {

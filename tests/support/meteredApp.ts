@@ -18,6 +18,7 @@ const bodySchema = Joi.object({ ok: Joi.boolean().required(), fail_with: Joi.num
  *   `{ok: true, fail_with: 500}` makes the handler itself fail after metering.
  * - `GET /t/limited` (endpoint `reputation`): rate limit only.
  * - `GET /t/boom`: throws an unexpected error carrying internal details.
+ * - `GET /t/ip`: the client address as Express sees it (trust proxy).
  * - `GET /t/item/:id`: echoes a path parameter (percent-decoding errors).
  * - `GET /t/slow?ms=N`: authenticated, answers after N ms (in-flight requests during shutdown).
  */
@@ -39,6 +40,9 @@ export function meteredApp(deps: Deps): Express {
   });
   app.get('/t/boom', () => {
     throw new Error('relation "secret_table" does not exist at /srv/kya/server/db.ts:42');
+  });
+  app.get('/t/ip', (req, res) => {
+    res.json({ ip: req.ip });
   });
   app.get('/t/item/:id', (req, res) => {
     res.json({ id: req.params.id });
