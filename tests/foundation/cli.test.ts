@@ -19,6 +19,9 @@ async function eventually(check: () => Promise<boolean>, timeoutMs = 2000) {
   }
 }
 
+// Each step spawns a real process (tsx start-up ≈ 2 s on a shared 2-core machine).
+jest.setTimeout(180_000);
+
 describe('admin CLI (external mode)', () => {
   let h: Harness;
   let app: Express;

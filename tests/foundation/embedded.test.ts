@@ -10,6 +10,9 @@ import { freePort } from '../support/net';
 
 const KEY = /as_live_[0-9A-Za-z]{43}/g;
 
+// Each step spawns a real process (tsx start-up ≈ 2 s on a shared 2-core machine).
+jest.setTimeout(180_000);
+
 describe('embedded mode (npm start on a bare machine)', () => {
   let dataDir: string;
   let env: NodeJS.ProcessEnv;

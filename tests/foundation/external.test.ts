@@ -34,6 +34,9 @@ function migrateOutput(stdout: string) {
   return JSON.parse(line ?? 'null');
 }
 
+// Each step spawns a real process (tsx start-up ≈ 2 s on a shared 2-core machine).
+jest.setTimeout(180_000);
+
 describe('external mode (DATABASE_URL + REDIS_URL)', () => {
   let env: NodeJS.ProcessEnv;
   let base: string;
