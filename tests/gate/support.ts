@@ -24,6 +24,7 @@ export interface IdentityServer {
 export function sanctionsFile(addresses: string[]): string {
   const file = path.join(os.tmpdir(), `kya-gate-sanctions-${process.pid}-${Date.now()}.json`);
   fs.writeFileSync(file, JSON.stringify({ published_at: '2025-01-01', entries: addresses.map((address) => ({ address, label: 'ETH', sdn_uid: '4242', listed_at: '2025-01-01' })) }));
+  process.once('exit', () => fs.rmSync(file, { force: true }));
   return file;
 }
 
