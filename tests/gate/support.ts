@@ -20,11 +20,13 @@ export interface IdentityServer {
   close(): Promise<void>;
 }
 
+const tempFiles = new Set<string>();
+
 /** A plain-list wallet sanctions file naming `addresses` (the real loader reads it). */
 export function sanctionsFile(addresses: string[]): string {
   const file = path.join(os.tmpdir(), `kya-gate-sanctions-${process.pid}-${Date.now()}.json`);
   fs.writeFileSync(file, JSON.stringify({ published_at: '2025-01-01', entries: addresses.map((address) => ({ address, label: 'ETH', sdn_uid: '4242', listed_at: '2025-01-01' })) }));
-  process.once('exit', () => fs.rmSync(file, { force: true }));
+  tempFiles.add(file);
   return file;
 }
 
@@ -58,6 +60,9 @@ export async function startIdentityServer(options: { env?: Record<string, string
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await h.close();
+      // The sanctions list is loaded at start; the temporary file is no longer needed.
+      const file = options.env?.SANCTIONS_WALLET_SOURCE;
+      if (file && tempFiles.delete(file)) fs.rmSync(file, { force: true });
     },
   };
 }
