@@ -23,7 +23,12 @@ export interface IdentityServer {
 const tempFiles = new Set<string>();
 
 /** A plain-list wallet sanctions file naming `addresses` (the real loader reads it). */
+/**
+ * A wallet sanctions list file for a test server. The server refuses an empty list (a broken download, not a
+ * real delisting), so a list meant to sanction nobody in the test still lists one unrelated address.
+ */
 export function sanctionsFile(addresses: string[]): string {
+  if (addresses.length === 0) addresses = ['0x000000000000000000000000000000000000dead'];
   const file = path.join(os.tmpdir(), `kya-gate-sanctions-${process.pid}-${Date.now()}.json`);
   fs.writeFileSync(file, JSON.stringify({ published_at: '2025-01-01', entries: addresses.map((address) => ({ address, label: 'ETH', sdn_uid: '4242', listed_at: '2025-01-01' })) }));
   tempFiles.add(file);
