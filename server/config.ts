@@ -45,6 +45,8 @@ export interface Config {
   reputation: { chainsFile: string | null; staleHours: number; rescoreIntervalSeconds: number };
   paymentHandler: { vendorId: string };
   demoAccount: boolean;
+  /** /readyz answers 503 when Redis is unreachable (true) or 200 `degraded` so instances stay in rotation (false). */
+  readinessRequiresRedis: boolean;
 }
 
 export class ConfigError extends Error {
@@ -107,6 +109,7 @@ const schema = Joi.object({
     .pattern(/^[a-z](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9_-]*[a-z0-9_])?)+$/)
     .default('com.kya.payment.mpp'),
   DEMO_ACCOUNT: Joi.boolean().truthy('1').falsy('0').default(true),
+  READINESS_REQUIRES_REDIS: Joi.boolean().truthy('1').falsy('0').default(true),
 })
   .when(Joi.object({ KYC_PROVIDER: Joi.valid('stripe').required() }).unknown(), {
     then: Joi.object({ STRIPE_SECRET_KEY: Joi.required(), STRIPE_WEBHOOK_SECRET: Joi.required() }),
@@ -194,6 +197,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     paymentHandler: { vendorId: v.PAYMENT_HANDLER_VENDOR_ID },
     demoAccount: v.DEMO_ACCOUNT,
+    readinessRequiresRedis: v.READINESS_REQUIRES_REDIS,
   };
   return deepFreeze(config);
 }

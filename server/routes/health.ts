@@ -26,10 +26,12 @@ export function healthRouter(deps: Deps): Router {
         : Promise.resolve(),
     ]);
     const failed = Object.entries(checks).filter(([, v]) => v === 'failed').map(([k]) => k);
-    // Without the database nothing works: 503 takes the instance out of rotation. Without Redis the
-    // instance still serves (per-instance limits, durable quota; DESIGN.md §7), so it stays in rotation
-    // and reports `degraded` — a 503 here would let one Redis outage drain every instance at once.
-    const status = checks.database === 'failed' ? 'unavailable' : failed.length ? 'degraded' : 'ready';
+    // Without the database nothing works: 503 takes the instance out of rotation. Without Redis the instance
+    // still serves (per-instance limits, durable quota; DESIGN.md §7). By default readiness still fails (503
+    // naming redis) so the outage is visible to the load balancer; READINESS_REQUIRES_REDIS=false reports
+    // 200 `degraded` instead, so one Redis outage does not drain every instance at once.
+    const redisFatal = checks.redis === 'failed' && deps.config.readinessRequiresRedis;
+    const status = checks.database === 'failed' || redisFatal ? 'unavailable' : failed.length ? 'degraded' : 'ready';
     res.status(status === 'unavailable' ? 503 : 200).json({ status, checks, failed });
   });
   router.get('/metrics', async (_req, res) => {

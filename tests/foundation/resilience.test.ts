@@ -106,10 +106,22 @@ describe('Redis down', () => {
     expect(await h.deps.repos.usage.get({ accountId, period: new Date().toISOString().slice(0, 7) })).toBe(2);
   });
 
-  it('reports readiness as degraded (200) naming redis, so instances stay in rotation', async () => {
+  it('fails readiness with 503 naming redis', async () => {
     const res = await request(h.app).get('/readyz');
-    expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: 'degraded', checks: { database: 'ok', redis: 'failed' }, failed: ['redis'] });
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual({ status: 'unavailable', checks: { database: 'ok', redis: 'failed' }, failed: ['redis'] });
+  });
+
+  it('reports readiness as degraded (200) naming redis when READINESS_REQUIRES_REDIS=false, so instances stay in rotation', async () => {
+    const port = await freePort();
+    const lenient = await createHarness({ env: { REDIS_URL: `redis://127.0.0.1:${port}/${redisDb}`, READINESS_REQUIRES_REDIS: 'false' } });
+    try {
+      const res = await request(lenient.app).get('/readyz');
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ status: 'degraded', checks: { database: 'ok', redis: 'failed' }, failed: ['redis'] });
+    } finally {
+      await lenient.close();
+    }
   });
 
   it('bounds enqueuing a background job instead of blocking the caller', async () => {
