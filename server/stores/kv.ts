@@ -35,9 +35,21 @@ const INCR_IF_EXISTS_SCRIPT = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 return redis.call('INCRBY', KEYS[1], ARGV[1])`;
 
+/** The scripts as ioredis custom commands: sent as EVALSHA (the script text travels once, on NOSCRIPT). */
+interface ScriptedRedis {
+  kyaIncr(key: string, by: number, ttlMs: number): Promise<number>;
+  kyaIncrIfExists(key: string, by: number): Promise<number | null>;
+}
+
 export class RedisKeyValueStore implements KeyValueStore {
   readonly shared = true;
-  constructor(private readonly redis: Redis, private readonly prefix: string) {}
+  private readonly scripts: ScriptedRedis;
+
+  constructor(private readonly redis: Redis, private readonly prefix: string) {
+    redis.defineCommand('kyaIncr', { numberOfKeys: 1, lua: INCR_SCRIPT });
+    redis.defineCommand('kyaIncrIfExists', { numberOfKeys: 1, lua: INCR_IF_EXISTS_SCRIPT });
+    this.scripts = redis as unknown as ScriptedRedis;
+  }
 
   async get(key: string) {
     return this.redis.get(this.prefix + key);
@@ -48,10 +60,10 @@ export class RedisKeyValueStore implements KeyValueStore {
     return result === 'OK';
   }
   async incr(key: string, ttlMs: number, by = 1) {
-    return Number(await this.redis.eval(INCR_SCRIPT, 1, this.prefix + key, by, ttlMs));
+    return Number(await this.scripts.kyaIncr(this.prefix + key, by, ttlMs));
   }
   async incrIfExists(key: string, by = 1) {
-    const v = await this.redis.eval(INCR_IF_EXISTS_SCRIPT, 1, this.prefix + key, by);
+    const v = await this.scripts.kyaIncrIfExists(this.prefix + key, by);
     return v === null ? null : Number(v);
   }
   async del(key: string) {

@@ -5,16 +5,13 @@
 //
 // Env: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/kya_bench_assess), BENCH_REDIS_URL
 // (default redis://127.0.0.1:6379/2), BENCH_SECONDS (default 10).
-import { spawn, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import knexFactory from 'knex';
-import { Client } from 'pg';
 import { migrationSource } from '../../server/db/migrations';
+import { cpuMs, ensureDatabase, median, peakRssMb, pidsNamed, ROOT, startProcess } from './support';
 import { sha256Hex, displayPrefix, newSecret } from '../../server/crypto';
 
-const ROOT = path.resolve(__dirname, '../..');
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/kya_bench_assess';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/2';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -23,16 +20,6 @@ const WALLETS_PER_OPERATOR = 3;
 const ASSESS_PORT = 3311;
 const HELLO_PORT = 3312;
 
-async function ensureDatabase(): Promise<void> {
-  const admin = new URL(DATABASE_URL);
-  const name = admin.pathname.slice(1);
-  admin.pathname = '/postgres';
-  const client = new Client({ connectionString: admin.toString() });
-  await client.connect();
-  const exists = await client.query('select 1 from pg_database where datname = $1', [name]);
-  if (exists.rowCount === 0) await client.query(`create database "${name.replace(/"/g, '')}"`);
-  await client.end();
-}
 
 /** Seeds operators with three claimed wallets each (all already known), and one Paid merchant. */
 async function seed(): Promise<{ apiKey: string; pairs: Array<[string, string]> }> {
@@ -76,36 +63,9 @@ async function seed(): Promise<{ apiKey: string; pairs: Array<[string, string]> 
   }
 }
 
-function start(script: string[], env: Record<string, string>, port: number): Promise<ChildProcess> {
-  // BENCH_CPU_PROF=dir writes a V8 CPU profile of each server to that directory (for finding hot spots).
-  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const child = spawn(process.execPath, [...prof, '--import', 'tsx', ...script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  return new Promise((resolve, reject) => {
-    const deadline = Date.now() + 60_000;
-    const poll = async () => {
-      if (child.exitCode !== null) return reject(new Error(`server exited: ${output}`));
-      try {
-        const res = await fetch(`http://127.0.0.1:${port}/healthz`);
-        if (res.ok) return resolve(child);
-      } catch {
-        /* not up yet */
-      }
-      if (Date.now() > deadline) return reject(new Error(`server did not start: ${output}`));
-      setTimeout(poll, 200);
-    };
-    void poll();
-  });
-}
 
-/** Peak resident set size of a process (VmHWM), in MB. */
-function peakRssMb(pid: number): number {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
-  return Math.round(kb / 1024);
-}
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
 interface Result {
   rps: number;
@@ -113,15 +73,47 @@ interface Result {
   p99: number;
   errors: number;
   non2xx: number;
+  /** CPU µs per request spent by the server process, PostgreSQL, Redis and the load generator. */
+  cpu: { server: number; postgres: number; redis: number; loadgen: number };
 }
 
-async function drive(options: autocannon.Options): Promise<Result> {
+async function drive(options: autocannon.Options, serverPid: number): Promise<Result> {
+  const groups = { server: () => [serverPid], postgres: () => pidsNamed('postgres'), redis: () => pidsNamed('redis-server') };
+  const before = { server: cpuMs(groups.server()), postgres: cpuMs(groups.postgres()), redis: cpuMs(groups.redis()), loadgen: process.cpuUsage() };
   const r = await autocannon({ ...options, duration: SECONDS });
-  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx };
+  const n = Math.max(1, r.requests.total);
+  const perRequest = (ms: number) => Math.round((ms * 1000) / n);
+  const loadgen = process.cpuUsage(before.loadgen);
+  return {
+    rps: Math.round(r.requests.average),
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.errors + r.timeouts,
+    non2xx: r.non2xx,
+    cpu: {
+      server: perRequest(cpuMs(groups.server()) - before.server),
+      postgres: perRequest(cpuMs(groups.postgres()) - before.postgres),
+      redis: perRequest(cpuMs(groups.redis()) - before.redis),
+      loadgen: Math.round((loadgen.user + loadgen.system) / n),
+    },
+  };
+}
+
+/** Medians over rounds, field by field. */
+function summarise(results: Result[]): Result {
+  const m = (f: (r: Result) => number) => Math.round(median(results.map(f)));
+  return {
+    rps: m((r) => r.rps),
+    p50: m((r) => r.p50),
+    p99: m((r) => r.p99),
+    errors: results.reduce((a, r) => a + r.errors, 0),
+    non2xx: results.reduce((a, r) => a + r.non2xx, 0),
+    cpu: { server: m((r) => r.cpu.server), postgres: m((r) => r.cpu.postgres), redis: m((r) => r.cpu.redis), loadgen: m((r) => r.cpu.loadgen) },
+  };
 }
 
 async function main() {
-  await ensureDatabase();
+  await ensureDatabase(DATABASE_URL);
   const { apiKey, pairs } = await seed();
   const env = {
     NODE_ENV: 'production',
@@ -136,8 +128,8 @@ async function main() {
     SANCTIONS_WALLET_SOURCE: path.join(ROOT, 'tests/fixtures/sanctions/plain'),
     DEMO_ACCOUNT: '0',
   };
-  const server = await start(['server/main.ts'], env, ASSESS_PORT);
-  const hello = await start(['tests/bench/hello.ts'], { PORT: String(HELLO_PORT) }, HELLO_PORT);
+  const server = await startProcess('server/main.ts', [], env, ASSESS_PORT);
+  const hello = await startProcess('tests/bench/hello.ts', [], { PORT: String(HELLO_PORT) }, HELLO_PORT);
   const policy = { require_kyc: true, require_sanctions_clear: true, min_age: 18, blocked_jurisdictions: ['IR', 'KP', 'CU'] };
   let i = 0;
   const assessOptions = (connections: number): autocannon.Options => ({
@@ -161,21 +153,30 @@ async function main() {
     await autocannon({ ...assessOptions(10), duration: 3 });
     await autocannon({ url: `http://127.0.0.1:${HELLO_PORT}/hello`, connections: 10, duration: 2 });
     for (const connections of [10, 50]) {
-      const h = await drive({ url: `http://127.0.0.1:${HELLO_PORT}/hello`, connections });
-      const a = await drive(assessOptions(connections));
+      // Alternate hello-world and assess rounds so both see the same background noise; report medians.
+      const hellos: Result[] = [];
+      const assesses: Result[] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        hellos.push(await drive({ url: `http://127.0.0.1:${HELLO_PORT}/hello`, connections }, hello.pid!));
+        assesses.push(await drive(assessOptions(connections), server.pid!));
+      }
+      const h = summarise(hellos);
+      const a = summarise(assesses);
       const ratio = (a.rps / h.rps).toFixed(2);
+      const cpu = (r: Result) => `${r.cpu.server} / ${r.cpu.postgres} / ${r.cpu.redis} / ${r.cpu.loadgen}`;
       rows.push(
-        `| ${connections} | hello-world | ${h.rps} | ${h.p50} | ${h.p99} | ${peakRssMb(hello.pid!)} | ${h.errors + h.non2xx} | |`,
-        `| ${connections} | assess | ${a.rps} | ${a.p50} | ${a.p99} | ${peakRssMb(server.pid!)} | ${a.errors + a.non2xx} | ${ratio}× |`,
+        `| ${connections} | hello-world | ${h.rps} | ${h.p50} | ${h.p99} | ${peakRssMb(hello.pid!)} | ${h.errors + h.non2xx} | ${cpu(h)} | |`,
+        `| ${connections} | assess | ${a.rps} | ${a.p50} | ${a.p99} | ${peakRssMb(server.pid!)} | ${a.errors + a.non2xx} | ${cpu(a)} | ${ratio}× |`,
       );
+      console.log(`${connections} connections: assess rounds ${assesses.map((r) => r.rps).join(', ')} req/s; hello rounds ${hellos.map((r) => r.rps).join(', ')} req/s`);
     }
   } finally {
     server.kill('SIGTERM');
     hello.kill('SIGTERM');
   }
-  console.log(`\nassess benchmark: ${SECONDS} s per run, ${pairs.length} wallet/signer pairs, policy ${JSON.stringify(policy)}\n`);
-  console.log('| connections | target | req/s | p50 ms | p99 ms | peak RSS MB | errors+non-2xx | assess / hello |');
-  console.log('|---|---|---|---|---|---|---|---|');
+  console.log(`\nassess benchmark: medians of ${ROUNDS} alternating rounds of ${SECONDS} s each, ${pairs.length} wallet/signer pairs, policy ${JSON.stringify(policy)}\n`);
+  console.log('| connections | target | req/s | p50 ms | p99 ms | peak RSS MB | errors+non-2xx | CPU µs/req server / postgres / redis / load generator | assess / hello |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) console.log(r);
   console.log('\ntargets: assess ≥ 0.20× hello-world at both concurrencies; p99 ≤ 20 ms @10, ≤ 60 ms @50; peak RSS ≤ 250 MB');
 }

@@ -6,18 +6,16 @@
 //
 // Env: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/kya_bench_gate), BENCH_REDIS_URL
 // (default redis://127.0.0.1:6379/5), BENCH_SECONDS (default 10).
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
 import autocannon from 'autocannon';
 import knexFactory from 'knex';
-import { Client } from 'pg';
 import express from 'express';
 import { createGate, GateCore, parseOptions } from '../../middleware';
 import { migrationSource } from '../../server/db/migrations';
+import { ensureDatabase, startProcess } from './support';
 import { sha256Hex, displayPrefix, newSecret } from '../../server/crypto';
 
-const ROOT = path.resolve(__dirname, '../..');
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/kya_bench_gate';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/5';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -50,16 +48,6 @@ async function runShop(mode: ShopMode): Promise<void> {
   app.listen(SHOP_PORTS[mode], '127.0.0.1');
 }
 
-async function ensureDatabase(): Promise<void> {
-  const admin = new URL(DATABASE_URL);
-  const name = admin.pathname.slice(1);
-  admin.pathname = '/postgres';
-  const client = new Client({ connectionString: admin.toString() });
-  await client.connect();
-  const exists = await client.query('select 1 from pg_database where datname = $1', [name]);
-  if (exists.rowCount === 0) await client.query(`create database "${name.replace(/"/g, '')}"`);
-  await client.end();
-}
 
 /** Verified operators with one claimed wallet each, and one Enterprise merchant (no quota, no rate limit). */
 async function seed(): Promise<{ apiKey: string; wallets: string[] }> {
@@ -91,26 +79,6 @@ async function seed(): Promise<{ apiKey: string; wallets: string[] }> {
   }
 }
 
-function start(args: string[], env: Record<string, string>, port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  return new Promise((resolve, reject) => {
-    const deadline = Date.now() + 60_000;
-    const poll = async () => {
-      if (child.exitCode !== null) return reject(new Error(`process exited: ${output}`));
-      try {
-        if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return resolve(child);
-      } catch {
-        /* not up yet */
-      }
-      if (Date.now() > deadline) return reject(new Error(`process did not start: ${output}`));
-      setTimeout(poll, 200);
-    };
-    void poll();
-  });
-}
 
 interface Result {
   rps: number;
@@ -178,10 +146,11 @@ function medianResult(results: Result[]): Result {
 }
 
 async function main(): Promise<void> {
-  await ensureDatabase();
+  await ensureDatabase(DATABASE_URL);
   const { apiKey, wallets } = await seed();
-  const identity = await start(
-    ['server/main.ts'],
+  const identity = await startProcess(
+    'server/main.ts',
+    [],
     {
       NODE_ENV: 'production',
       PORT: String(IDENTITY_PORT),
@@ -202,7 +171,7 @@ async function main(): Promise<void> {
   let evaluateMicros = 0;
   try {
     for (const mode of Object.keys(SHOP_PORTS) as ShopMode[]) {
-      const child = await start([path.join('tests/bench/gate.ts'), 'shop', mode], { BENCH_API_KEY: apiKey }, SHOP_PORTS[mode]);
+      const child = await startProcess('tests/bench/gate.ts', ['shop', mode], { BENCH_API_KEY: apiKey }, SHOP_PORTS[mode]);
       pids[mode] = child.pid;
       shops.push(child);
     }

@@ -1,0 +1,95 @@
+// Shared plumbing of the benchmark scripts: the servers under test run as separate processes from the
+// compiled JavaScript in dist/ (`npm run build`), as they would in production, never through a TS loader.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Client } from 'pg';
+
+export const ROOT = path.resolve(__dirname, '../..');
+
+/** dist/ path of a TypeScript entry point; fails clearly when `npm run build` has not been run. */
+export function compiledEntry(tsPath: string): string {
+  const js = path.join(ROOT, 'dist', tsPath.replace(/\.ts$/, '.js'));
+  if (!fs.existsSync(js)) throw new Error(`${js} is missing: run \`npm run build\` first (the bench:* scripts do)`);
+  return js;
+}
+
+/** Starts `node dist/<entry>.js [...args]` and resolves once GET /healthz on `port` answers 200. */
+export function startProcess(entry: string, args: string[], env: Record<string, string>, port: number): Promise<ChildProcess> {
+  // BENCH_CPU_PROF=dir writes a V8 CPU profile of each process to that directory (for finding hot spots).
+  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...prof, compiledEntry(entry), ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  return new Promise((resolve, reject) => {
+    const deadline = Date.now() + 60_000;
+    const poll = async () => {
+      if (child.exitCode !== null) return reject(new Error(`${entry} exited: ${output}`));
+      try {
+        if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return resolve(child);
+      } catch {
+        /* not up yet */
+      }
+      if (Date.now() > deadline) return reject(new Error(`${entry} did not start: ${output}`));
+      setTimeout(poll, 200);
+    };
+    void poll();
+  });
+}
+
+/** Peak resident set size of a process (VmHWM), in MB. */
+export function peakRssMb(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
+  return Math.round(kb / 1024);
+}
+
+/** Creates the benchmark database when it does not exist. */
+export async function ensureDatabase(databaseUrl: string): Promise<void> {
+  const admin = new URL(databaseUrl);
+  const name = admin.pathname.slice(1);
+  admin.pathname = '/postgres';
+  const client = new Client({ connectionString: admin.toString() });
+  await client.connect();
+  const exists = await client.query('select 1 from pg_database where datname = $1', [name]);
+  if (exists.rowCount === 0) await client.query(`create database "${name.replace(/"/g, '')}"`);
+  await client.end();
+}
+
+/** CPU time (user + system) consumed so far by the given processes, in ms (from /proc/<pid>/stat). */
+export function cpuMs(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
+    } catch {
+      /* the process ended */
+    }
+  }
+  return ticks * 10; // USER_HZ = 100 on Linux
+}
+
+/** PIDs whose command name (/proc/<pid>/comm) starts with `name` (e.g. all PostgreSQL backends). */
+export function pidsNamed(name: string): number[] {
+  return fs
+    .readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) => {
+      try {
+        return fs.readFileSync(`/proc/${d}/comm`, 'utf8').startsWith(name);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+/** Median of numbers (robust to the noisy rounds of a shared 2-core VM). */
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}

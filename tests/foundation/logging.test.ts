@@ -1,0 +1,52 @@
+// Access logs: one structured line per response above the configured level, with the request id, and never
+// a secret (API keys live in headers that are not logged; opc_ credentials in URLs are redacted).
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import request from 'supertest';
+import { createHarness, createMerchant, resetTables, type Harness } from '../support/harness';
+
+describe('access logs', () => {
+  let h: Harness;
+  const lines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+
+  beforeAll(async () => {
+    h = await createHarness({ overrides: { logger: pino({ level: 'info' }, sink) } });
+    await resetTables(h.deps, ['accounts']);
+  });
+  afterAll(() => h.close());
+  beforeEach(() => {
+    lines.length = 0;
+  });
+
+  it('logs a 4xx with its request id, method, path and status, and no API key', async () => {
+    const { apiKey } = await createMerchant(h.deps);
+    const res = await request(h.app).delete('/v1/credentials/opc_ThisIsASecretCredentialValue0123456789').set('X-API-Key', apiKey).set('X-Request-Id', 'req-0123456789');
+    expect(res.status).toBe(404);
+    expect(res.headers['x-request-id']).toBe('req-0123456789');
+    const line = lines.find((l) => l.msg === 'request completed');
+    expect(line).toMatchObject({
+      reqId: 'req-0123456789',
+      req: { method: 'DELETE', url: '/v1/credentials/opc_[redacted]' },
+      res: { statusCode: 404 },
+    });
+    const all = JSON.stringify(lines);
+    expect(all).not.toContain('ThisIsASecretCredentialValue');
+    expect(all).not.toContain(apiKey);
+  });
+
+  it('writes nothing for a 2xx below the configured level', async () => {
+    await request(h.app).get('/healthz').expect(200);
+    expect(lines.filter((l) => l.msg === 'request completed')).toEqual([]);
+  });
+
+  it('generates a request id when the incoming one is malformed', async () => {
+    const res = await request(h.app).get('/healthz').set('X-Request-Id', 'bad id with spaces');
+    expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
