@@ -30,7 +30,6 @@ export function requireApiKey(accounts: AccountsService, signupUrl: string, endp
         throw new ApiError('payment_required', `The ${endpoint} endpoint is not enabled for this account.`);
       }
       req.principal = principal;
-      req.log = req.log.child({ account: principal.accountId });
       next();
     } catch (err) {
       next(err);

@@ -22,7 +22,8 @@ export function requestContext(logger: Logger): RequestHandler {
     let child: Logger | undefined;
     Object.defineProperty(req, 'log', {
       configurable: true,
-      get: () => (child ??= logger.child({ reqId: id })),
+      // Built on first use; binds the account when authentication has run by then.
+      get: () => (child ??= logger.child(req.principal ? { reqId: id, account: req.principal.accountId } : { reqId: id })),
       set: (value: Logger) => {
         child = value;
       },
@@ -35,6 +36,7 @@ export function requestContext(logger: Logger): RequestHandler {
         {
           req: { method: req.method, url: loggableUrl(req.originalUrl), remoteAddress: req.socket.remoteAddress },
           res: { statusCode: res.statusCode },
+          account: req.principal?.accountId,
           responseTime: Math.round(performance.now() - started),
         },
         'request completed',

@@ -19,12 +19,13 @@ export function mountRawRoutes(_app: Express, _deps: Deps): void {
 
 /** JSON API and pages. */
 export function mountRoutes(_app: Express, _deps: Deps): void {
-  // (Each resource's router is mounted here.)
+  // assess first: it is the hot path, and its paths (/v1/assess…) overlap no other router, so it is matched
+  // without walking the others' layers.
+  _app.use(assessRouter(_deps));
   // wallets before credentials: /v1/credentials/wallets must never be read as a credential id.
   _app.use(walletsRouter(_deps));
   _app.use(credentialsRouter(_deps));
   _app.use(sessionsRouter(_deps));
   _app.use(verifyRouter(_deps));
-  _app.use(assessRouter(_deps));
   _app.use(reputationRouter(_deps));
 }

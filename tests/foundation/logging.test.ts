@@ -24,8 +24,8 @@ describe('access logs', () => {
     lines.length = 0;
   });
 
-  it('logs a 4xx with its request id, method, path and status, and no API key', async () => {
-    const { apiKey } = await createMerchant(h.deps);
+  it('logs a 4xx with its request id, account, method, path and status, and no API key', async () => {
+    const { apiKey, accountId } = await createMerchant(h.deps);
     const res = await request(h.app).delete('/v1/credentials/opc_ThisIsASecretCredentialValue0123456789').set('X-API-Key', apiKey).set('X-Request-Id', 'req-0123456789');
     expect(res.status).toBe(404);
     expect(res.headers['x-request-id']).toBe('req-0123456789');
@@ -34,6 +34,7 @@ describe('access logs', () => {
       reqId: 'req-0123456789',
       req: { method: 'DELETE', url: '/v1/credentials/opc_[redacted]' },
       res: { statusCode: 404 },
+      account: accountId,
     });
     const all = JSON.stringify(lines);
     expect(all).not.toContain('ThisIsASecretCredentialValue');
