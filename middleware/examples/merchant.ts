@@ -1,6 +1,6 @@
 // Example merchant: a small Express shop with one gated paid route, run against a local identity server.
 //   KYA_API_KEY=as_live_… [KYA_BASE_URL=http://localhost:3000] [PORT=4000] npm run example:merchant
-// The walkthrough with curl is in docs/gate.md ("Example merchant").
+// The walkthrough with curl is in the README ("Example merchant").
 import express, { type Express } from 'express';
 import { createGate, getGateResult, ucpProfile, type Gate } from '../index';
 

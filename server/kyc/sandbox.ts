@@ -1,4 +1,4 @@
-// The `sandbox` KYC provider: our own form, deterministic outcomes for tests and demos (docs/sessions.md):
+// The `sandbox` KYC provider: our own form, deterministic outcomes for tests and demos (README, "Verification sessions and the verify page"):
 //   document number starting with FAIL → failed (document unreadable)
 //   document number starting with FLAG → verified, but the provider's watchlist check hits → flagged
 //   anything else → verified (then name screening against the configured list may still flag it)

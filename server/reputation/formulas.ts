@@ -1,6 +1,6 @@
 // The v1 score model in one place (pure functions, no I/O): five dimensions 0–100, a confidence 0–1 that grows
 // with evidence volume, the score, the grade (A ≥ 80, B ≥ 65, C ≥ 50, D ≥ 35, F), the entity classification
-// with reasons, and the tail-risk weighted operator score. docs/reputation.md renders this as a table; keep
+// with reasons, and the tail-risk weighted operator score. the README (Reputation, score model) renders this as a table; keep
 // the two in step, and bump SCORE_VERSION when a formula changes meaning.
 
 export const SCORE_VERSION = 'v1';

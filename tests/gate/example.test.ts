@@ -1,5 +1,5 @@
 // The example merchant (npm run example:merchant) against a live identity server: the walkthrough in
-// docs/gate.md — bootstrap session without identity, then a verified operator token buys.
+// README "Example merchant" — bootstrap session without identity, then a verified operator token buys.
 import request from 'supertest';
 import { resetTables } from '../support/harness';
 import { ASSESS_TABLES, createOperator, mintCredential } from '../assess/seed';
