@@ -3,7 +3,7 @@
 // in operator_wallets first, else active captures: wallet_captures whose credential is not revoked), and
 // returns each operator's KYC columns and linked wallets.
 import type { Knex } from 'knex';
-import type { KycStatus, VerificationLevel } from './accounts';
+import type { AccountRow } from './accounts';
 import type { CredentialRow } from './credentials';
 
 export interface WalletRef {
@@ -21,17 +21,21 @@ export interface LinkedWalletRow {
   claimedAt: Date | null;
 }
 
-export interface OperatorRow {
+/** The operator's KYC columns (as on `accounts`) plus its linked wallets. */
+export interface OperatorRow
+  extends Pick<
+    AccountRow,
+    | 'kyc_status'
+    | 'kyc_verified_at'
+    | 'operator_type'
+    | 'jurisdiction'
+    | 'age_bracket'
+    | 'age_verified'
+    | 'sanctions_status'
+    | 'sanctions_checked_at'
+    | 'verification_level'
+  > {
   account_id: string;
-  kyc_status: KycStatus;
-  kyc_verified_at: Date | null;
-  operator_type: string | null;
-  jurisdiction: string | null;
-  age_bracket: string | null;
-  age_verified: boolean;
-  sanctions_status: 'clear' | 'flagged' | null;
-  sanctions_checked_at: Date | null;
-  verification_level: VerificationLevel;
   wallets: LinkedWalletRow[];
 }
 

@@ -8,9 +8,7 @@
 import path from 'node:path';
 import autocannon from 'autocannon';
 import knexFactory from 'knex';
-import { migrationSource } from '../../server/db/migrations';
-import { cpuMs, ensureDatabase, median, peakRssMb, pidsNamed, ROOT, startProcess } from './support';
-import { sha256Hex, displayPrefix, newSecret } from '../../server/crypto';
+import { cpuMs, createBenchMerchant, ensureDatabase, median, peakRssMb, pidsNamed, ROOT, seedOperators, startProcess } from './support';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/kya_bench_assess';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/2';
@@ -25,31 +23,8 @@ const HELLO_PORT = 3312;
 async function seed(): Promise<{ apiKey: string; pairs: Array<[string, string]> }> {
   const db = knexFactory({ client: 'pg', connection: DATABASE_URL });
   try {
-    await db.migrate.latest({ migrationSource: migrationSource(), tableName: 'knex_migrations' });
-    await db.raw('truncate accounts, known_addresses, sanctions_wallet_lists restart identity cascade');
-    await db.raw(
-      `insert into accounts (kind, name, kyc_status, kyc_verified_at, operator_type, jurisdiction, age_bracket, age_verified,
-         sanctions_status, sanctions_checked_at, verification_level)
-       select 'operator', 'bench operator ' || g, 'verified', now() - interval '30 days', 'individual',
-         (array['US','DE','FR','BR','GB'])[1 + g % 5], case when g % 4 = 0 then '18+' else '21+' end, true,
-         'clear', now() - interval '5 days', 'kyc_verified'
-       from generate_series(1, ?) g`,
-      [OPERATORS],
-    );
-    await db.raw(
-      `insert into operator_wallets (account_id, network, address, claimed_at)
-       select a.id, 'evm', '0x' || substr(md5(a.id::text || ':' || w), 1, 32) || substr(md5(w || ':' || a.id::text), 1, 8),
-         now() - (w || ' days')::interval
-       from accounts a cross join generate_series(1, ?) w where a.kind = 'operator'`,
-      [WALLETS_PER_OPERATOR],
-    );
-    await db.raw(`insert into known_addresses (address, network) select address, network from operator_wallets`);
-    const [merchant] = await db('accounts')
-      .insert({ kind: 'merchant', name: 'Bench Merchant', tier: 'paid', quota_override: 1_000_000_000, rps_override: 1_000_000 })
-      .returning('id');
-    const apiKey = newSecret('as_live_', 32);
-    await db('api_keys').insert({ account_id: merchant.id, key_hash: sha256Hex(apiKey), prefix: displayPrefix(apiKey) });
-    await db.raw('analyze');
+    await seedOperators(db, { operators: OPERATORS, walletsPerOperator: WALLETS_PER_OPERATOR, mixedAges: true });
+    const apiKey = await createBenchMerchant(db, { name: 'Bench Merchant', tier: 'paid', quota_override: 1_000_000_000, rps_override: 1_000_000 });
     const rows: Array<{ account_id: string; address: string }> = (
       await db.raw(`select account_id, address from operator_wallets order by account_id, claimed_at limit 3000`)
     ).rows;

@@ -12,9 +12,7 @@ import autocannon from 'autocannon';
 import knexFactory from 'knex';
 import express from 'express';
 import { createGate, GateCore, parseOptions } from '../../middleware';
-import { migrationSource } from '../../server/db/migrations';
-import { ensureDatabase, startProcess } from './support';
-import { sha256Hex, displayPrefix, newSecret } from '../../server/crypto';
+import { createBenchMerchant, ensureDatabase, seedOperators, startProcess } from './support';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/kya_bench_gate';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/5';
@@ -53,25 +51,8 @@ async function runShop(mode: ShopMode): Promise<void> {
 async function seed(): Promise<{ apiKey: string; wallets: string[] }> {
   const db = knexFactory({ client: 'pg', connection: DATABASE_URL });
   try {
-    await db.migrate.latest({ migrationSource: migrationSource(), tableName: 'knex_migrations' });
-    await db.raw('truncate accounts, known_addresses restart identity cascade');
-    await db.raw(
-      `insert into accounts (kind, name, kyc_status, kyc_verified_at, operator_type, jurisdiction, age_bracket, age_verified,
-         sanctions_status, sanctions_checked_at, verification_level)
-       select 'operator', 'bench operator ' || g, 'verified', now() - interval '30 days', 'individual',
-         (array['US','DE','FR','BR','GB'])[1 + g % 5], '21+', true, 'clear', now() - interval '5 days', 'kyc_verified'
-       from generate_series(1, ?) g`,
-      [OPERATORS],
-    );
-    await db.raw(
-      `insert into operator_wallets (account_id, network, address)
-       select id, 'evm', '0x' || substr(md5(id::text), 1, 32) || substr(md5('w' || id::text), 1, 8) from accounts where kind = 'operator'`,
-    );
-    await db.raw('insert into known_addresses (address, network) select address, network from operator_wallets');
-    const [merchant] = await db('accounts').insert({ kind: 'merchant', name: 'Bench Shop', tier: 'enterprise' }).returning('id');
-    const apiKey = newSecret('as_live_', 32);
-    await db('api_keys').insert({ account_id: merchant.id, key_hash: sha256Hex(apiKey), prefix: displayPrefix(apiKey) });
-    await db.raw('analyze');
+    await seedOperators(db, { operators: OPERATORS, walletsPerOperator: 1 });
+    const apiKey = await createBenchMerchant(db, { name: 'Bench Shop', tier: 'enterprise' });
     const wallets = (await db('operator_wallets').select('address').orderBy('address')).map((r: { address: string }) => r.address);
     return { apiKey, wallets };
   } finally {

@@ -3,7 +3,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Knex } from 'knex';
 import { Client } from 'pg';
+import { displayPrefix, newSecret, sha256Hex } from '../../server/crypto';
+import { migrationSource } from '../../server/db/migrations';
 
 export const ROOT = path.resolve(__dirname, '../..');
 
@@ -92,4 +95,39 @@ export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/**
+ * Resets the bench database and seeds `operators` verified operators (US/DE/FR/BR/GB, 21+ or, with
+ * `mixedAges`, every fourth 18+) with `walletsPerOperator` claimed EVM wallets each, all already known.
+ */
+export async function seedOperators(db: Knex, options: { operators: number; walletsPerOperator: number; mixedAges?: boolean }): Promise<void> {
+  await db.migrate.latest({ migrationSource: migrationSource(), tableName: 'knex_migrations' });
+  await db.raw('truncate accounts, known_addresses, sanctions_wallet_lists restart identity cascade');
+  const age = options.mixedAges ? `case when g % 4 = 0 then '18+' else '21+' end` : `'21+'`;
+  await db.raw(
+    `insert into accounts (kind, name, kyc_status, kyc_verified_at, operator_type, jurisdiction, age_bracket, age_verified,
+       sanctions_status, sanctions_checked_at, verification_level)
+     select 'operator', 'bench operator ' || g, 'verified', now() - interval '30 days', 'individual',
+       (array['US','DE','FR','BR','GB'])[1 + g % 5], ${age}, true, 'clear', now() - interval '5 days', 'kyc_verified'
+     from generate_series(1, ?) g`,
+    [options.operators],
+  );
+  await db.raw(
+    `insert into operator_wallets (account_id, network, address, claimed_at)
+     select a.id, 'evm', '0x' || substr(md5(a.id::text || ':' || w), 1, 32) || substr(md5(w || ':' || a.id::text), 1, 8),
+       now() - (w || ' days')::interval
+     from accounts a cross join generate_series(1, ?) w where a.kind = 'operator'`,
+    [options.walletsPerOperator],
+  );
+  await db.raw('insert into known_addresses (address, network) select address, network from operator_wallets');
+}
+
+/** A merchant account with one API key (returned in plain text, stored hashed like the server does). */
+export async function createBenchMerchant(db: Knex, account: Record<string, unknown>): Promise<string> {
+  const [merchant] = await db('accounts').insert({ kind: 'merchant', ...account }).returning('id');
+  const apiKey = newSecret('as_live_', 32);
+  await db('api_keys').insert({ account_id: merchant.id, key_hash: sha256Hex(apiKey), prefix: displayPrefix(apiKey) });
+  await db.raw('analyze');
+  return apiKey;
 }
