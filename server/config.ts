@@ -47,6 +47,8 @@ export interface Config {
   demoAccount: boolean;
   /** /readyz answers 503 when Redis is unreachable (true) or 200 `degraded` so instances stay in rotation (false). */
   readinessRequiresRedis: boolean;
+  /** HTTP worker processes (node:cluster), e.g. one per core; 1 = this process serves. */
+  webConcurrency: number;
 }
 
 export class ConfigError extends Error {
@@ -110,6 +112,7 @@ const schema = Joi.object({
     .default('com.kya.payment.mpp'),
   DEMO_ACCOUNT: Joi.boolean().truthy('1').falsy('0').default(true),
   READINESS_REQUIRES_REDIS: Joi.boolean().truthy('1').falsy('0').default(true),
+  WEB_CONCURRENCY: Joi.number().integer().min(1).max(64).default(1),
 })
   .when(Joi.object({ KYC_PROVIDER: Joi.valid('stripe').required() }).unknown(), {
     then: Joi.object({ STRIPE_SECRET_KEY: Joi.required(), STRIPE_WEBHOOK_SECRET: Joi.required() }),
@@ -133,6 +136,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(String(detail.path.join('.')), detail.message.replace(/^"[^"]+" /, ''));
   }
   const mode = v.DATABASE_URL ? 'external' : 'embedded';
+  if (v.WEB_CONCURRENCY > 1 && (mode === 'embedded' || !v.REDIS_URL)) {
+    // PGlite is single-process, and without Redis each worker would keep its own limits and quota counters.
+    throw new ConfigError('WEB_CONCURRENCY', 'above 1 needs DATABASE_URL and REDIS_URL (shared state for all workers)');
+  }
   let serverSecret: string | null = v.SERVER_SECRET;
   let piiHex: string | null = v.PII_ENCRYPTION_KEY;
   if (!serverSecret || !piiHex) {
@@ -198,6 +205,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     paymentHandler: { vendorId: v.PAYMENT_HANDLER_VENDOR_ID },
     demoAccount: v.DEMO_ACCOUNT,
     readinessRequiresRedis: v.READINESS_REQUIRES_REDIS,
+    webConcurrency: v.WEB_CONCURRENCY,
   };
   return deepFreeze(config);
 }

@@ -1,81 +1,65 @@
-// Boot: loadConfig → create db/redis/stores → prepare the database → createApp(deps) → listen.
-// SIGTERM/SIGINT: stop accepting, let in-flight requests finish, flush write-behind buffers, close pools.
-import type { Server } from 'node:http';
-import { loadConfig, ConfigError } from './config';
-import { createDeps, type Deps } from './deps';
-import { createApp } from './app';
-import { ensureDemoAccount, prepareDatabase } from './bootstrap';
+// Entry point (`npm start`): one serving process, or with WEB_CONCURRENCY > 1 a supervisor and that many
+// workers. The supervisor loads only configuration and node:cluster; the app is loaded by serving processes.
+import cluster from 'node:cluster';
+import { loadConfig, ConfigError, type Config } from './config';
 
-export async function start(): Promise<{ deps: Deps; server: Server }> {
-  const config = loadConfig();
-  const deps = await createDeps(config);
-  await prepareDatabase(deps);
-  const demo = await ensureDemoAccount(deps);
-  await deps.lifecycle.start();
-  const app = createApp(deps);
-  const server = app.listen(config.port, config.host);
-  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
-  server.keepAliveTimeout = 65_000; // longer than typical load-balancer idle timeouts
-  server.headersTimeout = 66_000; // must exceed keepAliveTimeout (Node closes the socket otherwise)
-  server.requestTimeout = 30_000; // a client trickling a body cannot hold a connection for Node's default 5 min
-  const address = server.address();
-  const port = address && typeof address === 'object' ? address.port : config.port;
-  deps.logger.info({ port, mode: config.mode, redis: Boolean(config.redisUrl) }, 'kya identity server listening');
-  if (demo) {
-    const line = '='.repeat(72);
-    process.stdout.write(
-      `\n${line}\n kya demo merchant created (Paid tier). Its API key is shown ONCE:\n\n   ${demo.apiKey}\n\n` +
-        ` Try:  curl -s ${config.publicBaseUrl}/healthz\n${line}\n\n`,
-    );
-  }
-  installShutdown(deps, server);
-  return { deps, server };
-}
-
-function installShutdown(deps: Deps, server: Server) {
+/**
+ * WEB_CONCURRENCY > 1: this process only supervises — it forks that many workers that share the listening
+ * port (node:cluster), replaces a worker that dies unexpectedly, and forwards SIGTERM/SIGINT so every worker
+ * drains and stops gracefully. All shared state (limits, quotas, cache invalidation, jobs) is in Redis and
+ * PostgreSQL, so workers behave like instances behind a load balancer.
+ */
+function supervise(config: Config): void {
   let stopping = false;
-  const stop = async (signal: string) => {
+  const listening = new Set<number>();
+  const fork = () => cluster.fork();
+  cluster.on('listening', (worker) => listening.add(worker.id));
+  for (let i = 0; i < config.webConcurrency; i++) fork();
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      return;
+    }
+    if (!listening.has(worker.id)) {
+      // Died before serving (bad config, migrations behind, database unreachable): restarting would loop.
+      stopping = true;
+      for (const other of Object.values(cluster.workers ?? {})) other?.process.kill('SIGTERM');
+      process.exitCode = code || 1;
+      return;
+    }
+    process.stderr.write(`kya worker ${worker.process.pid} exited (${signal ?? code}); starting a replacement\n`);
+    setTimeout(fork, 1000).unref();
+  });
+  const stop = (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
-    deps.logger.info({ signal }, 'shutting down');
-    const force = setTimeout(() => {
-      deps.logger.error('shutdown timed out; exiting');
-      setTimeout(() => process.exit(1), 200); // see below: let the log write settle first
-    }, deps.config.shutdownTimeoutMs);
-    force.unref();
-    await new Promise<void>((resolve) => {
-      // Stop accepting; in-flight requests finish. Keep-alive sockets that finish a request afterwards
-      // become idle and are closed on the next sweep, so close() does not wait for the client to hang up.
-      const sweep = setInterval(() => server.closeIdleConnections(), 100);
-      server.close(() => {
-        clearInterval(sweep);
-        resolve();
-      });
-      server.closeIdleConnections();
-    });
-    await deps.lifecycle.stop(deps.logger);
-    deps.logger.info('stopped');
-    // Give the asynchronous log writes a moment to land (or to fail with EPIPE when whoever read our stdout
-    // is gone): exiting with writes still pending makes pino flush synchronously at exit, and sonic-boom's
-    // synchronous flush retries a broken pipe forever, so the process would never exit.
-    deps.logger.flush();
-    setTimeout(() => process.exit(0), 200);
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill(signal);
+    setTimeout(() => process.exit(1), config.shutdownTimeoutMs + 1000).unref();
   };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
-  // A stray rejected promise (e.g. a write-behind flush racing a dropped connection) is logged, never fatal.
-  process.on('unhandledRejection', (reason) => {
-    deps.logger.error({ err: reason instanceof Error ? reason.message : String(reason) }, 'unhandled promise rejection');
-  });
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+function fail(err: unknown): never {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`${err.message}\n`);
+  } else {
+    process.stderr.write(`kya failed to start: ${(err as Error).message}\n`);
+  }
+  process.exit(1);
 }
 
 if (require.main === module) {
-  start().catch((err) => {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-    } else {
-      process.stderr.write(`kya failed to start: ${(err as Error).message}\n`);
-    }
-    process.exit(1);
-  });
+  let config: Config | undefined;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    fail(err);
+  }
+  if (cluster.isPrimary && config.webConcurrency > 1) supervise(config);
+  else {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { start } = require('./serve') as typeof import('./serve');
+    start().catch(fail);
+  }
 }

@@ -8,7 +8,7 @@
 import path from 'node:path';
 import autocannon from 'autocannon';
 import knexFactory from 'knex';
-import { cpuMs, createBenchMerchant, ensureDatabase, median, peakRssMb, pidsNamed, ROOT, seedOperators, startProcess } from './support';
+import { cpuMs, createBenchMerchant, ensureDatabase, median, peakRssMb, pidsNamed, ROOT, seedOperators, startProcess, withChildren } from './support';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/kya_bench_assess';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/2';
@@ -53,7 +53,7 @@ interface Result {
 }
 
 async function drive(options: autocannon.Options, serverPid: number): Promise<Result> {
-  const groups = { server: () => [serverPid], postgres: () => pidsNamed('postgres'), redis: () => pidsNamed('redis-server') };
+  const groups = { server: () => withChildren(serverPid), postgres: () => pidsNamed('postgres'), redis: () => pidsNamed('redis-server') };
   const before = { server: cpuMs(groups.server()), postgres: cpuMs(groups.postgres()), redis: cpuMs(groups.redis()), loadgen: process.cpuUsage() };
   const r = await autocannon({ ...options, duration: SECONDS });
   const n = Math.max(1, r.requests.total);
@@ -102,9 +102,18 @@ async function main() {
     PII_ENCRYPTION_KEY: '00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff',
     SANCTIONS_WALLET_SOURCE: path.join(ROOT, 'tests/fixtures/sanctions/plain'),
     DEMO_ACCOUNT: '0',
+    // One worker per core is how a 2-core production host would run it (node:cluster); 1 = a single process.
+    WEB_CONCURRENCY: process.env.BENCH_WEB_CONCURRENCY ?? '1',
   };
   const server = await startProcess('server/main.ts', [], env, ASSESS_PORT);
   const hello = await startProcess('tests/bench/hello.ts', [], { PORT: String(HELLO_PORT) }, HELLO_PORT);
+  // Peak RSS of the serving process(es): with workers, the largest worker and the total of supervisor + workers.
+  const serverRss = () => {
+    const pids = withChildren(server.pid!);
+    if (pids.length === 1) return String(peakRssMb(server.pid!));
+    const each = pids.slice(1).map(peakRssMb);
+    return `${Math.max(...each)} per worker (${pids.map(peakRssMb).reduce((x, y) => x + y, 0)} total)`;
+  };
   const policy = { require_kyc: true, require_sanctions_clear: true, min_age: 18, blocked_jurisdictions: ['IR', 'KP', 'CU'] };
   let i = 0;
   const assessOptions = (connections: number): autocannon.Options => ({
@@ -141,7 +150,7 @@ async function main() {
       const cpu = (r: Result) => `${r.cpu.server} / ${r.cpu.postgres} / ${r.cpu.redis} / ${r.cpu.loadgen}`;
       rows.push(
         `| ${connections} | hello-world | ${h.rps} | ${h.p50} | ${h.p99} | ${peakRssMb(hello.pid!)} | ${h.errors + h.non2xx} | ${cpu(h)} | |`,
-        `| ${connections} | assess | ${a.rps} | ${a.p50} | ${a.p99} | ${peakRssMb(server.pid!)} | ${a.errors + a.non2xx} | ${cpu(a)} | ${ratio}× |`,
+        `| ${connections} | assess | ${a.rps} | ${a.p50} | ${a.p99} | ${serverRss()} | ${a.errors + a.non2xx} | ${cpu(a)} | ${ratio}× |`,
       );
       console.log(`${connections} connections: assess rounds ${assesses.map((r) => r.rps).join(', ')} req/s; hello rounds ${hellos.map((r) => r.rps).join(', ')} req/s`);
     }
@@ -149,7 +158,7 @@ async function main() {
     server.kill('SIGTERM');
     hello.kill('SIGTERM');
   }
-  console.log(`\nassess benchmark: medians of ${ROUNDS} alternating rounds of ${SECONDS} s each, ${pairs.length} wallet/signer pairs, policy ${JSON.stringify(policy)}\n`);
+  console.log(`\nassess benchmark (server WEB_CONCURRENCY=${env.WEB_CONCURRENCY}): medians of ${ROUNDS} alternating rounds of ${SECONDS} s each, ${pairs.length} wallet/signer pairs, policy ${JSON.stringify(policy)}\n`);
   console.log('| connections | target | req/s | p50 ms | p99 ms | peak RSS MB | errors+non-2xx | CPU µs/req server / postgres / redis / load generator | assess / hello |');
   console.log('|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) console.log(r);

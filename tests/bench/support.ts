@@ -131,3 +131,20 @@ export async function createBenchMerchant(db: Knex, account: Record<string, unkn
   await db.raw('analyze');
   return apiKey;
 }
+
+/** `pid` and its direct children (cluster workers), from /proc/<pid>/stat's ppid field. */
+export function withChildren(pid: number): number[] {
+  const children = fs
+    .readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) => {
+      try {
+        const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+  return [pid, ...children];
+}

@@ -82,6 +82,14 @@ describe('configuration', () => {
     ).toThrow('Invalid configuration: PII_ENCRYPTION_KEY is required in production');
   });
 
+  it('refuses WEB_CONCURRENCY above 1 without shared PostgreSQL and Redis, naming the variable', () => {
+    const message = 'Invalid configuration: WEB_CONCURRENCY above 1 needs DATABASE_URL and REDIS_URL (shared state for all workers)';
+    expect(() => loadConfig({ DATA_DIR: dataDir, WEB_CONCURRENCY: '2' })).toThrow(message);
+    expect(() => loadConfig({ DATA_DIR: dataDir, WEB_CONCURRENCY: '2', DATABASE_URL: 'postgres://localhost/kya' })).toThrow(message);
+    expect(loadConfig({ DATA_DIR: dataDir, WEB_CONCURRENCY: '2', DATABASE_URL: 'postgres://localhost/kya', REDIS_URL: 'redis://localhost:6379' }).webConcurrency).toBe(2);
+    expect(() => loadConfig({ DATA_DIR: dataDir, WEB_CONCURRENCY: '0' })).toThrow(ConfigError);
+  });
+
   it('requires the Stripe keys when the Stripe KYC provider is chosen', () => {
     expect(() => loadConfig({ DATA_DIR: dataDir, KYC_PROVIDER: 'stripe' })).toThrow(/STRIPE_SECRET_KEY/);
   });

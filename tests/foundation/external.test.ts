@@ -128,4 +128,25 @@ describe('external mode (DATABASE_URL + REDIS_URL)', () => {
     expect(await server.exited).toBe(0);
     expect(server.output()).toMatch(/"msg":"shutting down"[\s\S]*"msg":"stopped"/);
   });
+
+  it('runs WEB_CONCURRENCY workers on one port behind a supervisor, and stops them all on SIGTERM', async () => {
+    const server = startServer({ ...env, WEB_CONCURRENCY: '2' });
+    try {
+      await server.waitFor(/kya identity server listening[\s\S]*kya identity server listening/);
+      const workerPids = new Set(
+        server
+          .output()
+          .split('\n')
+          .filter((l) => l.includes('kya identity server listening'))
+          .map((l) => JSON.parse(l).pid as number),
+      );
+      expect(workerPids.size).toBe(2);
+      expect(workerPids.has(server.child.pid!)).toBe(false);
+      for (let i = 0; i < 10; i++) expect((await request(base).get('/healthz')).status).toBe(200);
+    } finally {
+      server.kill('SIGTERM');
+    }
+    expect(await server.exited).toBe(0);
+    expect(server.output().match(/"msg":"stopped"/g)).toHaveLength(2);
+  });
 });

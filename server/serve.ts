@@ -1,0 +1,70 @@
+// One serving process: loadConfig → create db/redis/stores → prepare the database → createApp(deps) → listen.
+// SIGTERM/SIGINT: stop accepting, let in-flight requests finish, flush write-behind buffers, close pools.
+import type { Server } from 'node:http';
+import { loadConfig } from './config';
+import { createDeps, type Deps } from './deps';
+import { createApp } from './app';
+import { ensureDemoAccount, prepareDatabase } from './bootstrap';
+
+export async function start(): Promise<{ deps: Deps; server: Server }> {
+  const config = loadConfig();
+  const deps = await createDeps(config);
+  await prepareDatabase(deps);
+  const demo = await ensureDemoAccount(deps);
+  await deps.lifecycle.start();
+  const app = createApp(deps);
+  const server = app.listen(config.port, config.host);
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  server.keepAliveTimeout = 65_000; // longer than typical load-balancer idle timeouts
+  server.headersTimeout = 66_000; // must exceed keepAliveTimeout (Node closes the socket otherwise)
+  server.requestTimeout = 30_000; // a client trickling a body cannot hold a connection for Node's default 5 min
+  const address = server.address();
+  const port = address && typeof address === 'object' ? address.port : config.port;
+  deps.logger.info({ port, mode: config.mode, redis: Boolean(config.redisUrl) }, 'kya identity server listening');
+  if (demo) {
+    const line = '='.repeat(72);
+    process.stdout.write(
+      `\n${line}\n kya demo merchant created (Paid tier). Its API key is shown ONCE:\n\n   ${demo.apiKey}\n\n` +
+        ` Try:  curl -s ${config.publicBaseUrl}/healthz\n${line}\n\n`,
+    );
+  }
+  installShutdown(deps, server);
+  return { deps, server };
+}
+
+function installShutdown(deps: Deps, server: Server) {
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    deps.logger.info({ signal }, 'shutting down');
+    const force = setTimeout(() => {
+      deps.logger.error('shutdown timed out; exiting');
+      setTimeout(() => process.exit(1), 200); // see below: let the log write settle first
+    }, deps.config.shutdownTimeoutMs);
+    force.unref();
+    await new Promise<void>((resolve) => {
+      // Stop accepting; in-flight requests finish. Keep-alive sockets that finish a request afterwards
+      // become idle and are closed on the next sweep, so close() does not wait for the client to hang up.
+      const sweep = setInterval(() => server.closeIdleConnections(), 100);
+      server.close(() => {
+        clearInterval(sweep);
+        resolve();
+      });
+      server.closeIdleConnections();
+    });
+    await deps.lifecycle.stop(deps.logger);
+    deps.logger.info('stopped');
+    // Give the asynchronous log writes a moment to land (or to fail with EPIPE when whoever read our stdout
+    // is gone): exiting with writes still pending makes pino flush synchronously at exit, and sonic-boom's
+    // synchronous flush retries a broken pipe forever, so the process would never exit.
+    deps.logger.flush();
+    setTimeout(() => process.exit(0), 200);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  // A stray rejected promise (e.g. a write-behind flush racing a dropped connection) is logged, never fatal.
+  process.on('unhandledRejection', (reason) => {
+    deps.logger.error({ err: reason instanceof Error ? reason.message : String(reason) }, 'unhandled promise rejection');
+  });
+}
