@@ -5,6 +5,7 @@
 //
 // Env: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/kya_bench_assess), BENCH_REDIS_URL
 // (default redis://127.0.0.1:6379/2), BENCH_SECONDS (default 10).
+import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import knexFactory from 'knex';
@@ -102,8 +103,8 @@ async function main() {
     PII_ENCRYPTION_KEY: '00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff',
     SANCTIONS_WALLET_SOURCE: path.join(ROOT, 'tests/fixtures/sanctions/plain'),
     DEMO_ACCOUNT: '0',
-    // One worker per core is how a 2-core production host would run it (node:cluster); 1 = a single process.
-    WEB_CONCURRENCY: process.env.BENCH_WEB_CONCURRENCY ?? '1',
+    // Default: one worker per core, how a production host runs it (node:cluster); BENCH_WEB_CONCURRENCY=1 = one process.
+    WEB_CONCURRENCY: process.env.BENCH_WEB_CONCURRENCY ?? String(os.availableParallelism()),
   };
   const server = await startProcess('server/main.ts', [], env, ASSESS_PORT);
   const hello = await startProcess('tests/bench/hello.ts', [], { PORT: String(HELLO_PORT) }, HELLO_PORT);
