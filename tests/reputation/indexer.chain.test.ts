@@ -3,7 +3,7 @@
 // and the chain-id guard.
 import { ethers } from 'ethers';
 import { createHarness, TestClock, type Harness } from '../support/harness';
-import { startLocalChain, dataUri, type LocalChain } from '../fixtures/contracts/localChain';
+import { startLocalChain, dataUri, chainsFileEntry, type LocalChain } from '../fixtures/contracts/localChain';
 import { parseChains, type ChainConfig } from '../../server/chain/config';
 import { ChainIndexer, createChainProvider, type ChainProvider } from '../../server/chain/indexer';
 import { RegistrationResolver } from '../../server/chain/registration';
@@ -58,19 +58,7 @@ describe('chain indexer', () => {
     await chain.plainTransfer(c, d.address, 5n);
     await chain.pay(a, b.address, 30n);
     await chain.mine(2);
-    config = parseChains([
-      {
-        name: 'base',
-        rpcUrl: chain.url,
-        chainId: 1337,
-        startBlock: chain.deployBlock,
-        confirmations: 2,
-        identityRegistry: chain.identity.target,
-        reputationRegistry: chain.reputation.target,
-        usdc: chain.usdc.target,
-        maxBlockRange: 3,
-      },
-    ])[0];
+    config = parseChains([chainsFileEntry(chain, { maxBlockRange: 3 })])[0];
     h = await createHarness({ overrides: { clock } });
   });
 

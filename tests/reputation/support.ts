@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import knexFactory from 'knex';
 import type { Knex } from 'knex';
 import { TEST_DATABASE_URL } from '../support/env';
-import type { LocalChain } from '../fixtures/contracts/localChain';
+import { chainsFileEntry, type LocalChain } from '../fixtures/contracts/localChain';
 import { FetchRefusedError, type FetchOptions, type FetchResult, type HttpFetcher } from '../../server/chain/safeFetch';
 
 export const REPUTATION_TABLES = [
@@ -29,21 +29,7 @@ export function writeChainsFile(chain: LocalChain, overrides: Record<string, unk
   const file = path.join(os.tmpdir(), `kya-chains-${crypto.randomBytes(4).toString('hex')}.json`);
   fs.writeFileSync(
     file,
-    JSON.stringify([
-      {
-        name: 'base',
-        rpcUrl,
-        chainId: 1337,
-        startBlock: chain.deployBlock,
-        confirmations: 2,
-        identityRegistry: (chain.identity.target as string),
-        reputationRegistry: (chain.reputation.target as string),
-        usdc: (chain.usdc.target as string),
-        maxBlockRange: 5,
-        pollIntervalSeconds: 3600,
-        ...overrides,
-      },
-    ]),
+    JSON.stringify([chainsFileEntry(chain, { rpcUrl, maxBlockRange: 5, pollIntervalSeconds: 3600, ...overrides })]),
   );
   return file;
 }
