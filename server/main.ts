@@ -60,6 +60,6 @@ if (require.main === module) {
   else {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { start } = require('./serve') as typeof import('./serve');
-    start().catch(fail);
+    start(config).catch(fail);
   }
 }

@@ -1,13 +1,12 @@
 // One serving process: loadConfig → create db/redis/stores → prepare the database → createApp(deps) → listen.
 // SIGTERM/SIGINT: stop accepting, let in-flight requests finish, flush write-behind buffers, close pools.
 import type { Server } from 'node:http';
-import { loadConfig } from './config';
+import { loadConfig, type Config } from './config';
 import { createDeps, type Deps } from './deps';
 import { createApp } from './app';
 import { ensureDemoAccount, prepareDatabase } from './bootstrap';
 
-export async function start(): Promise<{ deps: Deps; server: Server }> {
-  const config = loadConfig();
+export async function start(config: Config = loadConfig()): Promise<{ deps: Deps; server: Server }> {
   const deps = await createDeps(config);
   await prepareDatabase(deps);
   const demo = await ensureDemoAccount(deps);
