@@ -1,18 +1,9 @@
 import request from 'supertest';
-import { createHarness, createMerchant, resetTables, TestClock, type Harness } from '../support/harness';
+import { createHarness, createMerchant, useClockedHarness } from '../support/harness';
 import { DAY_MS, seedRefreshChain, verifyAccount } from './fixtures';
 
 describe('GET /v1/credentials', () => {
-  let h: Harness;
-  const clock = new TestClock(new Date('2026-03-01T12:00:00.000Z'));
-  beforeAll(async () => {
-    h = await createHarness({ overrides: { clock } });
-  });
-  beforeEach(async () => {
-    clock.set('2026-03-01T12:00:00.000Z');
-    await resetTables(h.deps, ['accounts']);
-  });
-  afterAll(() => h.close());
+  const { h, clock } = useClockedHarness('2026-03-01T12:00:00.000Z', ['accounts']);
 
   const list = (apiKey: string) => request(h.app).get('/v1/credentials').set('X-API-Key', apiKey);
 

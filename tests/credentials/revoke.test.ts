@@ -1,20 +1,11 @@
 import crypto from 'node:crypto';
 import request from 'supertest';
 import { displayPrefix, newSecret, sha256Hex } from '../../server/crypto';
-import { createHarness, createMerchant, resetTables, TestClock, type Harness } from '../support/harness';
+import { createMerchant, useClockedHarness } from '../support/harness';
 import { DAY_MS, seedRefreshChain, verifyAccount } from './fixtures';
 
 describe('DELETE /v1/credentials/{id}', () => {
-  let h: Harness;
-  const clock = new TestClock(new Date('2026-03-01T12:00:00.000Z'));
-  beforeAll(async () => {
-    h = await createHarness({ overrides: { clock } });
-  });
-  beforeEach(async () => {
-    clock.set('2026-03-01T12:00:00.000Z');
-    await resetTables(h.deps, ['accounts']);
-  });
-  afterAll(() => h.close());
+  const { h, clock } = useClockedHarness('2026-03-01T12:00:00.000Z', ['accounts']);
 
   async function verifiedMerchant(name = 'Test Merchant') {
     const m = await createMerchant(h.deps, { name, tier: 'enterprise' });

@@ -1,19 +1,9 @@
 import request from 'supertest';
-import { createHarness, resetTables, TestClock, type Harness } from '../support/harness';
+import { useClockedHarness } from '../support/harness';
 import { completeKyc, poll, SESSION_TABLES } from './support';
 
 describe('public sessions and POST /v1/sessions/refresh', () => {
-  let h: Harness;
-  let clock: TestClock;
-  beforeAll(async () => {
-    clock = new TestClock(new Date('2026-03-01T12:00:00Z'));
-    h = await createHarness({ overrides: { clock } });
-  });
-  beforeEach(async () => {
-    await resetTables(h.deps, SESSION_TABLES);
-    clock.set('2026-03-01T12:00:00Z');
-  });
-  afterAll(() => h.close());
+  const { h, clock } = useClockedHarness('2026-03-01T12:00:00Z', SESSION_TABLES);
 
   async function verifiedPublicSession() {
     const created = await request(h.app).post('/v1/sessions/public').send({ product_name: 'Research agent' });

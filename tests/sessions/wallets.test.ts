@@ -1,23 +1,15 @@
 import { Wallet } from 'ethers';
 import nacl from 'tweetnacl';
 import bs58 from 'bs58';
-import { createHarness, createMerchant, resetTables, TestClock, type Harness } from '../support/harness';
+import { createMerchant, useClockedHarness } from '../support/harness';
 import { ALICE, completeKyc, createSession, SESSION_TABLES } from './support';
 
 describe('wallet claims and operator records', () => {
-  let h: Harness;
-  let clock: TestClock;
+  const { h, clock } = useClockedHarness('2026-03-01T12:00:00Z', SESSION_TABLES);
   let apiKey: string;
-  beforeAll(async () => {
-    clock = new TestClock(new Date('2026-03-01T12:00:00Z'));
-    h = await createHarness({ overrides: { clock } });
-  });
   beforeEach(async () => {
-    await resetTables(h.deps, SESSION_TABLES);
-    clock.set('2026-03-01T12:00:00Z');
     ({ apiKey } = await createMerchant(h.deps));
   });
-  afterAll(() => h.close());
 
   const v = () => h.deps.services.verification;
 

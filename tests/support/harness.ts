@@ -70,3 +70,38 @@ export async function createMerchant(deps: Deps, options: { tier?: Tier; quota?:
   });
   return { accountId: account.id, apiKey };
 }
+
+/**
+ * The usual per-file setup in one call: a harness on a TestClock, created before all tests, the clock reset to
+ * `start` and `tables` emptied before each test, closed after all. Returns a stable Harness that delegates to
+ * the live one, so test bodies and helpers use `h` as usual.
+ */
+export function useClockedHarness(start: string, tables: string[]): { h: Harness; clock: TestClock } {
+  const clock = new TestClock(new Date(start));
+  let current: Harness | undefined;
+  const live = () => {
+    if (!current) throw new Error('the harness is only available inside tests and hooks');
+    return current;
+  };
+  const h: Harness = {
+    get deps() {
+      return live().deps;
+    },
+    get app() {
+      return live().app;
+    },
+    get prefix() {
+      return live().prefix;
+    },
+    close: () => live().close(),
+  };
+  beforeAll(async () => {
+    current = await createHarness({ overrides: { clock } });
+  });
+  beforeEach(async () => {
+    clock.set(start);
+    await resetTables(live().deps, tables);
+  });
+  afterAll(() => current?.close());
+  return { h, clock };
+}

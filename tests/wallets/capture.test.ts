@@ -3,20 +3,11 @@ import { Wallet } from 'ethers';
 import { Keypair } from './keys';
 import { EVM_ZERO_ADDRESS } from '../../shared/address';
 import { newSecret } from '../../server/crypto';
-import { createHarness, createMerchant, resetTables, TestClock, type Harness } from '../support/harness';
+import { createMerchant, useClockedHarness } from '../support/harness';
 import { DAY_MS, verifyAccount } from '../credentials/fixtures';
 
 describe('POST /v1/credentials/wallets', () => {
-  let h: Harness;
-  const clock = new TestClock(new Date('2026-03-01T12:00:00.000Z'));
-  beforeAll(async () => {
-    h = await createHarness({ overrides: { clock } });
-  });
-  beforeEach(async () => {
-    clock.set('2026-03-01T12:00:00.000Z');
-    await resetTables(h.deps, ['accounts']);
-  });
-  afterAll(() => h.close());
+  const { h, clock } = useClockedHarness('2026-03-01T12:00:00.000Z', ['accounts']);
 
   /** A merchant (who reports) and an operator account holding a live credential. */
   async function setup() {
