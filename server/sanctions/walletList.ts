@@ -1,8 +1,9 @@
 // The in-memory wallet-address sanctions list: one Map per address family (`evm` lowercased, `solana` and
 // every other family verbatim), so a lookup is O(1). Immutable once built; refreshes swap a whole new list.
 import { isEvmAddress, isSolanaAddress } from '../../shared/address';
+import type { Validators } from './fetchSource';
 
-export type WalletListFormat = 'sdn_xml' | 'sdn_csv' | 'plain';
+export type WalletListFormat = 'sdn_advanced' | 'sdn_xml' | 'sdn_csv' | 'plain';
 
 export interface WalletListEntry {
   /** The currency label the list uses (ETH, XBT, USDT, SOL, …). */
@@ -27,6 +28,8 @@ export interface WalletListMeta {
   publishedAt: Date | null;
   /** SHA-256 of the source bytes: an unchanged source is not stored again. */
   sha256: string;
+  /** HTTP validators (ETag / Last-Modified) of a URL source, for conditional refreshes. */
+  validators?: Validators | null;
 }
 
 /** Family of an address: EVM by format (whatever the label), Solana by format unless another label claims it. */
@@ -54,12 +57,25 @@ export class WalletList {
       const label = raw.label.trim().toUpperCase();
       const family = familyOf(address, label);
       let map = families.get(family);
-      if (!map) families.set(family, (map = new Map()));
+      if (!map) families.set(family, (map = new Map<string, WalletListEntry>()));
       const key = keyOf(family, address);
       const existing = map.get(key);
-      // The same EVM address is often listed under several labels (ETH, USDT, ARB…): prefer the ETH entry.
-      if (existing && !(family === 'evm' && label === 'ETH' && existing.label !== 'ETH')) continue;
-      map.set(key, { label: label || (family === 'evm' ? 'ETH' : family === 'solana' ? 'SOL' : 'UNKNOWN'), sdnUid: raw.sdnUid || 'unknown', listedAt: raw.listedAt });
+      const entry: WalletListEntry = {
+        label: label || (family === 'evm' ? 'ETH' : family === 'solana' ? 'SOL' : 'UNKNOWN'),
+        sdnUid: raw.sdnUid || 'unknown',
+        listedAt: raw.listedAt,
+      };
+      if (existing) {
+        // The same address is often listed under several labels (ETH, USDT, ARB…) and by several sources
+        // (a plain list without ids, SDN.CSV with them): keep the ETH label and whichever uid and date are known.
+        map.set(key, {
+          label: family === 'evm' && entry.label === 'ETH' ? 'ETH' : existing.label,
+          sdnUid: existing.sdnUid !== 'unknown' ? existing.sdnUid : entry.sdnUid,
+          listedAt: existing.listedAt ?? entry.listedAt,
+        });
+        continue;
+      }
+      map.set(key, entry);
     }
     return new WalletList(families, meta);
   }
@@ -91,7 +107,7 @@ export class WalletList {
     const families = new Map<string, Map<string, WalletListEntry>>();
     for (const [family, address, label, sdnUid, listedAt] of rows) {
       let map = families.get(family);
-      if (!map) families.set(family, (map = new Map()));
+      if (!map) families.set(family, (map = new Map<string, WalletListEntry>()));
       map.set(keyOf(family, address), { label, sdnUid, listedAt });
     }
     return new WalletList(families, meta);

@@ -1,9 +1,10 @@
-// Parsers for wallet-address sanctions lists: OFAC legacy SDN.XML, OFAC SDN.CSV (addresses in Remarks) and a
-// plain list (one address per line with optional columns, or JSON, with optional metadata). Each returns raw
+// Parsers for wallet-address sanctions lists: OFAC sdn_advanced.xml, legacy SDN.XML, SDN.CSV (addresses in
+// Remarks) and a plain list (one address per line with optional columns, or JSON, with optional metadata). Each returns raw
 // entries; WalletList.build files them by family.
 import { XMLParser } from 'fast-xml-parser';
 import { parse as parseCsv } from 'csv-parse/sync';
 import type { RawWalletEntry, WalletListFormat } from './walletList';
+import { SdnAdvancedParseError, parseSdnAdvanced } from './sdnAdvanced';
 
 export interface ParsedWalletList {
   format: WalletListFormat;
@@ -21,17 +22,24 @@ export class WalletListParseError extends Error {
 const FEATURE = /^Digital Currency Address - ([A-Za-z0-9]+)$/;
 const REMARK = /Digital Currency Address - ([A-Za-z0-9]+)\s+([^\s;,]+)/g;
 
-/** Detects the format from the content (XML, OFAC CSV rows, JSON or plain text). */
-export function detectFormat(text: string): WalletListFormat {
-  const head = text.replace(/^\uFEFF/, '').trimStart().slice(0, 4096);
-  if (head.startsWith('<')) return 'sdn_xml';
+/** Detects the format from the start of the content (advanced or legacy XML, OFAC CSV rows, JSON or plain text). */
+export function detectFormat(input: string | Buffer): WalletListFormat {
+  const start = typeof input === 'string' ? input.slice(0, 8192) : input.subarray(0, 8192).toString('utf8');
+  const head = start
+    .replace(/^\uFEFF/, '')
+    .trimStart()
+    .slice(0, 4096);
+  if (head.startsWith('<')) return /<(?:[A-Za-z_][\w.-]*:)?Sanctions[\s>]/.test(head) ? 'sdn_advanced' : 'sdn_xml';
   if (head.startsWith('[') || head.startsWith('{')) return 'plain';
   if (/^\d+,"/.test(head)) return 'sdn_csv';
   return 'plain';
 }
 
-export function parseWalletList(text: string, format: WalletListFormat | 'auto', options: { defaultLabel?: string } = {}): ParsedWalletList {
-  const resolved = format === 'auto' ? detectFormat(text) : format;
+/** Bytes are decoded here; sdn_advanced.xml is decoded slice by slice, never as one ~100 MB string. */
+export function parseWalletList(input: string | Buffer, format: WalletListFormat | 'auto', options: { defaultLabel?: string } = {}): ParsedWalletList {
+  const resolved = format === 'auto' ? detectFormat(input) : format;
+  if (resolved === 'sdn_advanced') return parseSdnAdvancedXml(input);
+  const text = typeof input === 'string' ? input : input.toString('utf8');
   switch (resolved) {
     case 'sdn_xml':
       return parseSdnXml(text);
@@ -63,7 +71,7 @@ function isoDate(d: Date | null): string | null {
  */
 export function parseSdnXml(text: string): ParsedWalletList {
   if (!/<sdnList[\s>]/.test(text)) {
-    if (/<Sanctions[\s>]/.test(text)) throw new WalletListParseError('sdn_advanced.xml is not supported; use SDN.XML or SDN.CSV');
+    if (/<Sanctions[\s>]/.test(text)) throw new WalletListParseError('this is an sdn_advanced.xml document: use the sdn_advanced format (or auto)');
     throw new WalletListParseError('not an OFAC SDN.XML document (no <sdnList> element)');
   }
   const parser = new XMLParser({
@@ -90,11 +98,25 @@ export function parseSdnXml(text: string): ParsedWalletList {
   return { format: 'sdn_xml', entries, publishedAt };
 }
 
+/**
+ * OFAC sdn_advanced.xml: `FeatureType` ids named `Digital Currency Address - X`, each `DistinctParty@FixedRef`
+ * (the SDN uid) with its address features, the listing date from its `SanctionsEntry`, and `DateOfIssue`.
+ */
+export function parseSdnAdvancedXml(input: string | Buffer): ParsedWalletList {
+  try {
+    const { entries, publishedAt } = parseSdnAdvanced(input);
+    return { format: 'sdn_advanced', entries, publishedAt };
+  } catch (err) {
+    if (err instanceof SdnAdvancedParseError) throw new WalletListParseError(err.message);
+    throw new WalletListParseError(`sdn_advanced.xml could not be parsed: ${(err as Error).message}`);
+  }
+}
+
 /** SDN.CSV (no header): ent_num first, Remarks twelfth; `-0-` is null; addresses appear in Remarks. */
 export function parseSdnCsv(text: string): ParsedWalletList {
   let rows: string[][];
   try {
-    rows = parseCsv(text.replace(/\x1a/g, ''), { relax_quotes: true, relax_column_count: true, skip_empty_lines: true, trim: true });
+    rows = parseCsv(text.replaceAll('\x1a', ''), { relax_quotes: true, relax_column_count: true, skip_empty_lines: true, trim: true }) as string[][];
   } catch (err) {
     throw new WalletListParseError(`SDN.CSV could not be parsed: ${(err as Error).message}`);
   }
@@ -131,6 +153,7 @@ function fromObject(item: unknown, defaultLabel: string, index: number): RawWall
   return {
     address: e.address as string,
     label,
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string -- lists give uids as strings or numbers
     sdnUid: e.sdn_uid === undefined || e.sdn_uid === null ? '' : String(e.sdn_uid),
     listedAt: isoDate(parseDate(e.listed_at)),
   };

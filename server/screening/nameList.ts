@@ -1,7 +1,12 @@
-// Sanctions name lists: OFAC SDN.CSV (+ ALT.CSV aliases) or a plain list, parsed into entries with normalised
-// names, date-of-birth years and countries (the qualifiers the matcher uses).
+// Sanctions name lists: the bundled OFAC snapshot, OFAC SDN.CSV (+ ALT.CSV aliases) or a plain list, from files
+// or URLs (conditional GET), parsed into entries with normalised names (primary, remarks a.k.a.s, ALT.CSV
+// aliases), date-of-birth years and countries (the qualifiers the matcher uses).
+import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
 import { parse } from 'csv-parse/sync';
+import { BUNDLED, bundledNames } from '../sanctions/bundled';
+import { MAX_SOURCE_BYTES, fetchConditional, isUrl, type Validators } from '../sanctions/fetchSource';
+import type { NameListValidators } from '../repositories/sanctionsNameLists';
 import { countryCodeFromName, isCountryCode } from './countries';
 import { normaliseName } from './match';
 
@@ -17,7 +22,7 @@ export interface NameEntry {
   countries: string[];
 }
 
-export interface NameList {
+export interface LoadedNameList {
   source: string;
   loadedAt: Date;
   entries: NameEntry[];
@@ -36,6 +41,14 @@ function nameForms(name: string): string[] {
   const comma = name.indexOf(',');
   if (comma > 0) forms.push(normaliseName(`${name.slice(comma + 1)} ${name.slice(0, comma)}`));
   return forms.filter(Boolean);
+}
+
+/** `a.k.a.` / `f.k.a.` / `n.k.a.` names quoted in SDN remarks ("a.k.a. 'ABU-'UMAR'; …"). */
+export function aliasesFromRemarks(remarks: string | null): string[] {
+  if (!remarks) return [];
+  const out: string[] = [];
+  for (const m of remarks.matchAll(/\b[afn]\.k\.a\.,?\s+'(.+?)'(?=[;.,)]|\s|$)/gi)) out.push(m[1]);
+  return out;
 }
 
 /** DOB years and nationality/citizenship countries from SDN remarks ("DOB 10 Jan 1962; nationality Iran"). */
@@ -58,7 +71,7 @@ export function qualifiersFromRemarks(remarks: string | null): { dobYears: numbe
 
 function parseCsv(text: string): string[][] {
   // OFAC files end with a DOS end-of-file byte (0x1A); rows may have fewer columns than the header describes.
-  return parse(text.replace(/\x1a/g, ''), { relax_column_count: true, relax_quotes: true, skip_empty_lines: true, trim: true }) as string[][];
+  return parse(text.replaceAll('\x1a', ''), { relax_column_count: true, relax_quotes: true, skip_empty_lines: true, trim: true }) as string[][];
 }
 
 export function parseSdnCsv(sdnCsv: string, altCsv: string | null): NameEntry[] {
@@ -67,8 +80,14 @@ export function parseSdnCsv(sdnCsv: string, altCsv: string | null): NameEntry[] 
     const uid = clean(row[0]);
     const name = clean(row[1]);
     if (!uid || !name) continue;
-    const { dobYears, countries } = qualifiersFromRemarks(clean(row[11]));
-    byUid.set(uid, { uid, name, type: clean(row[2]), names: nameForms(name), dobYears, countries });
+    // SDN_Type is blank for organisations.
+    const type = clean(row[2]) ?? 'entity';
+    // People and organisations can be operators; vessels and aircraft cannot.
+    if (type === 'vessel' || type === 'aircraft') continue;
+    const remarks = clean(row[11]);
+    const { dobYears, countries } = qualifiersFromRemarks(remarks);
+    const names = [name, ...aliasesFromRemarks(remarks)].flatMap(nameForms);
+    byUid.set(uid, { uid, name, type, names, dobYears, countries });
   }
   if (altCsv) {
     for (const row of parseCsv(altCsv)) {
@@ -91,41 +110,96 @@ export function parsePlainList(text: string): NameEntry[] {
     const trimmed = line.trim();
     if (!trimmed || trimmed.startsWith('#')) return;
     const [namesPart, dobPart = '', countryPart = ''] = trimmed.split('|');
-    const names = namesPart.split(';').map((n) => n.trim()).filter(Boolean);
+    const names = namesPart
+      .split(';')
+      .map((n) => n.trim())
+      .filter(Boolean);
     if (!names.length) return;
     entries.push({
       uid: String(i + 1),
       name: names[0],
       type: null,
       names: [...new Set(names.flatMap(nameForms))],
-      dobYears: dobPart.split(',').map((y) => Number(y.trim())).filter((y) => Number.isInteger(y) && y > 1800),
-      countries: countryPart.split(',').map((c) => c.trim().toUpperCase()).filter(isCountryCode),
+      dobYears: dobPart
+        .split(',')
+        .map((y) => Number(y.trim()))
+        .filter((y) => Number.isInteger(y) && y > 1800),
+      countries: countryPart
+        .split(',')
+        .map((c) => c.trim().toUpperCase())
+        .filter(isCountryCode),
     });
   });
   return entries;
 }
 
-async function readSource(source: string, fetchImpl: typeof fetch, timeoutMs: number): Promise<string> {
-  if (/^https?:\/\//i.test(source)) {
-    const res = await fetchImpl(source, { signal: AbortSignal.timeout(timeoutMs) });
-    if (!res.ok) throw new Error(`fetching ${source} failed with HTTP ${res.status}`);
-    return res.text();
+async function readText(
+  source: string,
+  validators: Validators | null,
+  fetchImpl: typeof fetch,
+): Promise<{ text: string; validators: Validators | null } | 'not_modified'> {
+  if (isUrl(source)) {
+    const fetched = await fetchConditional(source, validators, fetchImpl);
+    if (fetched.status === 'not_modified') return 'not_modified';
+    return { text: fetched.body.toString('utf8'), validators: fetched.validators };
   }
-  return fs.readFile(source, 'utf8');
+  const stat = await fs.stat(source);
+  if (stat.size > MAX_SOURCE_BYTES) throw new Error(`${source} is larger than ${MAX_SOURCE_BYTES} bytes`);
+  return { text: await fs.readFile(source, 'utf8'), validators: null };
 }
 
-/** Loads the configured list. `.csv` sources are OFAC SDN.CSV (aliases from the ALT source); others are plain lists. */
+export interface FetchedNameList {
+  entries: NameEntry[];
+  sha256: string;
+  publishedAt: Date | null;
+  validators: NameListValidators;
+}
+
+const parsedBundled: { sha256?: string; entries?: NameEntry[] } = {};
+
+/**
+ * Reads and parses the list: the bundled snapshot, or SDN.CSV (+ ALT.CSV aliases) / a plain list from files or
+ * URLs. With the validators of the previous fetch, answers `not_modified` when every URL answered 304. Throws
+ * on any failure or an empty list (the caller keeps its last good list).
+ */
+export async function fetchNameList(
+  input: { source: string; altSource: string | null },
+  previous: NameListValidators | null,
+  fetchImpl: typeof fetch = fetch,
+): Promise<FetchedNameList | 'not_modified'> {
+  if (input.source === BUNDLED) {
+    const bundled = bundledNames();
+    if (parsedBundled.sha256 !== bundled.sha256) {
+      parsedBundled.entries = parseSdnCsv(bundled.sdnCsv, bundled.altCsv);
+      parsedBundled.sha256 = bundled.sha256;
+    }
+    return { entries: parsedBundled.entries!, sha256: bundled.sha256, publishedAt: bundled.publishedAt, validators: { source: null, alt: null } };
+  }
+  let main = await readText(input.source, previous?.source ?? null, fetchImpl);
+  let alt = input.altSource ? await readText(input.altSource, previous?.alt ?? null, fetchImpl) : null;
+  if (main === 'not_modified' && (alt === null || alt === 'not_modified')) return 'not_modified';
+  // One file changed: the other is needed in full to rebuild the list.
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- readText without validators never answers not_modified
+  if (main === 'not_modified') main = (await readText(input.source, null, fetchImpl)) as { text: string; validators: Validators | null };
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- readText without validators never answers not_modified
+  if (alt === 'not_modified') alt = (await readText(input.altSource!, null, fetchImpl)) as { text: string; validators: Validators | null };
+  const isCsv = /\.csv(\?.*)?$/i.test(input.source) || /^\uFEFF?\d+,"/.test(main.text);
+  const entries = isCsv ? parseSdnCsv(main.text, alt?.text ?? null) : parsePlainList(main.text);
+  if (!entries.length) throw new Error(`the name list at ${input.source} has no entries`);
+  const sha256 = crypto
+    .createHash('sha256')
+    .update(main.text)
+    .update('\0')
+    .update(alt?.text ?? '')
+    .digest('hex');
+  return { entries, sha256, publishedAt: null, validators: { source: main.validators, alt: alt?.validators ?? null } };
+}
+
+/** Loads the configured list once (no validators). */
 export async function loadNameList(
   input: { source: string; altSource: string | null },
-  options: { fetch?: typeof fetch; timeoutMs?: number; now?: () => Date } = {},
-): Promise<NameList> {
-  const fetchImpl = options.fetch ?? fetch;
-  const timeoutMs = options.timeoutMs ?? 30_000;
-  const text = await readSource(input.source, fetchImpl, timeoutMs);
-  const isCsv = /\.csv(\?.*)?$/i.test(input.source);
-  const entries = isCsv
-    ? parseSdnCsv(text, input.altSource ? await readSource(input.altSource, fetchImpl, timeoutMs) : null)
-    : parsePlainList(text);
-  if (!entries.length) throw new Error(`the name list at ${input.source} has no entries`);
-  return { source: input.source, loadedAt: (options.now ?? (() => new Date()))(), entries };
+  options: { fetch?: typeof fetch; now?: () => Date } = {},
+): Promise<LoadedNameList> {
+  const fetched = (await fetchNameList(input, null, options.fetch ?? fetch)) as FetchedNameList;
+  return { source: input.source, loadedAt: (options.now ?? (() => new Date()))(), entries: fetched.entries };
 }

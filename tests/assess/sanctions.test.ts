@@ -10,7 +10,7 @@ import { MemoryPubSub } from '../../server/stores/kv';
 import { detectFormat, parsePlain, parseSdnCsv, parseSdnXml, parseWalletList } from '../../server/sanctions/walletParsers';
 import { WalletList } from '../../server/sanctions/walletList';
 import { WalletSanctionsService } from '../../server/sanctions/walletSanctions';
-import { loadSource } from '../../server/sanctions/walletSource';
+import { loadSource, type LoadedSource } from '../../server/sanctions/walletSource';
 import { createHarness, createMerchant, resetTables, type Harness } from '../support/harness';
 import { evmAddress } from './seed';
 
@@ -91,7 +91,7 @@ describe('wallet sanctions list parsers', () => {
   });
 
   it('loads a directory of per-label plain lists (the public 0xB10C layout) and prefers the ETH label', async () => {
-    const loaded = await loadSource(path.join(FIXTURES, 'plain'), 'auto');
+    const loaded = (await loadSource(path.join(FIXTURES, 'plain'), 'auto')) as LoadedSource;
     const list = WalletList.build(loaded.entries, { source: 'dir', format: loaded.format, sha256: loaded.sha256, publishedAt: null, loadedAt: new Date() });
     // 0x19aa5fe8… is listed under both ETH and USDT.
     expect(list.lookup('evm', '0x19aa5fe80d33a56d56c78e82ea5e50e5d80b4dff')?.label).toBe('ETH');
@@ -116,7 +116,16 @@ describe('wallet sanctions service', () => {
   });
 
   const service = (source: string | null, fetchImpl?: typeof fetch) =>
-    new WalletSanctionsService(h.deps.repos.walletLists, new MemoryPubSub(), logger, () => new Date(), { source, format: 'auto', refreshSeconds: 3600 }, fetchImpl);
+    new WalletSanctionsService({
+      store: h.deps.repos.walletLists,
+      pubsub: new MemoryPubSub(),
+      logger,
+      now: () => new Date(),
+      source,
+      format: 'auto',
+      refreshSeconds: 3600,
+      fetchImpl,
+    });
 
   it('answers unavailable while no list is loaded', async () => {
     const s = service(null);
@@ -197,12 +206,23 @@ describe('assess without a wallet sanctions list', () => {
     const h = await createHarness();
     try {
       await resetTables(h.deps, ['sanctions_wallet_lists']);
-      const fresh = new WalletSanctionsService(h.deps.repos.walletLists, new MemoryPubSub(), createLogger('silent'), () => new Date(), { source: null, format: 'auto', refreshSeconds: 3600 });
+      const fresh = new WalletSanctionsService({
+        store: h.deps.repos.walletLists,
+        pubsub: new MemoryPubSub(),
+        logger: createLogger('silent'),
+        now: () => new Date(),
+        source: null,
+        format: 'auto',
+        refreshSeconds: 3600,
+      });
       await fresh.start();
       // Swap in the empty service the way a brand-new deployment without any list would run.
       (h.deps.services.assess as unknown as { d: { sanctions: WalletSanctionsService } }).d.sanctions = fresh;
       const { apiKey } = await createMerchant(h.deps, { tier: 'enterprise' });
-      const res = await request(h.app).post('/v1/assess').set('X-API-Key', apiKey).send({ address: evmAddress(), signer: { address: evmAddress(), network: 'evm' } });
+      const res = await request(h.app)
+        .post('/v1/assess')
+        .set('X-API-Key', apiKey)
+        .send({ address: evmAddress(), signer: { address: evmAddress(), network: 'evm' } });
       expect(res.body.decision).toBe('deny');
       expect(res.body.decision_reasons).toEqual(['sanctions_check_unavailable']);
       expect(res.body.signer_sanctions).toEqual({ status: 'unavailable' });

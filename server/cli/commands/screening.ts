@@ -5,7 +5,7 @@ import type { Command } from '../registry';
 export const screeningCommands: Command[] = [
   {
     name: 'screening rescreen',
-    usage: 'screening rescreen   (reloads SANCTIONS_NAME_SOURCE and re-screens every verified operator)',
+    usage: 'screening rescreen   (refreshes SANCTIONS_NAME_SOURCE and re-screens every verified operator now)',
     async run({ deps }) {
       return deps.services.screening.rescreenAll();
     },
@@ -14,7 +14,7 @@ export const screeningCommands: Command[] = [
     name: 'screening status',
     usage: 'screening status',
     async run({ deps }) {
-      return { configured: deps.services.screening.configured, list: deps.services.screening.loadedList };
+      return { configured: deps.services.screening.configured, list: deps.services.screening.loadedList, freshness: deps.services.screening.status() };
     },
   },
 ];

@@ -1,0 +1,37 @@
+// `npm run bench:screening`: name-screening precision, recall, false-positive rate, latency and memory against
+// the whole bundled OFAC list, at three thresholds. Options: --positives N --negatives N --seed N --verbose.
+import os from 'node:os';
+import { parseArgs } from 'node:util';
+import { runScreeningBench } from './screeningSet';
+
+const { values } = parseArgs({
+  options: {
+    positives: { type: 'string', default: '2700' },
+    negatives: { type: 'string', default: '10000' },
+    seed: { type: 'string', default: '7' },
+    verbose: { type: 'boolean', default: false },
+  },
+});
+
+const thresholds = [0.8, 0.85, 0.9];
+const result = runScreeningBench({ positives: Number(values.positives), negatives: Number(values.negatives), seed: Number(values.seed), thresholds });
+const pct = (x: number) => `${(x * 100).toFixed(2)} %`;
+process.stdout.write(
+  `name screening against the bundled OFAC list: ${result.list_entries} entries, ${result.list_names} indexed names (loaded in ${result.load_ms} ms)\n` +
+    `labelled set: ${result.positives} positives (listed individuals in variants), ${result.negatives} negatives (unlisted people)\n` +
+    `latency per screen (wall): p50 ${result.p50_ms} ms, p99 ${result.p99_ms} ms, max ${result.max_ms} ms` +
+    ` (shared CPU; wall time includes waiting for a core)\n` +
+    `CPU time per screen: p50 ${result.cpu_p50_ms} ms, p99 ${result.cpu_p99_ms} ms; load average ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores\n` +
+    `memory: ${result.rss_lists_mb} MB resident for the loaded list and index (process total ${result.rss_total_mb} MB)\n\n` +
+    `threshold  precision  recall    FPR      (TP / FN / FP / TN)\n`,
+);
+for (const f of result.figures) {
+  process.stdout.write(
+    `${f.threshold.toFixed(2)}${f.threshold === 0.85 ? '*' : ' '}      ${pct(f.precision).padEnd(9)}  ${pct(f.recall).padEnd(8)}  ${pct(f.fpr).padEnd(7)}  (${f.tp} / ${f.fn} / ${f.fp} / ${f.tn})\n`,
+  );
+}
+process.stdout.write(`* default (SANCTIONS_MATCH_THRESHOLD)\n\nrecall by variant at 0.85: ${JSON.stringify(result.figures[1].recall_by_variant)}\n`);
+if (values.verbose) {
+  process.stdout.write(`\nmissed positives:\n${result.misses.map((m) => `  ${m.variant}: ${m.name} → ${m.best} (${m.score})`).join('\n')}\n`);
+  process.stdout.write(`\nfalse positives:\n${result.false_positives.map((m) => `  ${m.name} → ${m.best} (${m.score})`).join('\n')}\n`);
+}
