@@ -2,7 +2,7 @@
 // union into next() or a response, keeps the per-request result, and fires wallet capture after a 2xx.
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { GateCore, type CaptureContext, type Evaluation, type GateResult } from './core';
-import { sendCapture, type CaptureInput, type CaptureResult } from './capture';
+import type { CaptureInput, CaptureResult } from './capture';
 import { parseOptions, type GateOptions, type GateDenial } from './options';
 import { hasPaymentHeader } from './signer';
 
@@ -10,6 +10,16 @@ interface RequestState {
   result: GateResult;
   capture: CaptureContext;
   core: GateCore<Request, Response>;
+}
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace -- augmenting @types/express's global Express namespace is the only way to type req.kya
+  namespace Express {
+    interface Request {
+      /** The gate's verdict for this request (also `getGateResult(req)`). */
+      kya?: Readonly<GateResult>;
+    }
+  }
 }
 
 // Request-scoped by construction: the entry lives exactly as long as the request object.
@@ -29,18 +39,21 @@ export function createGate(options: GateOptions<Request, Response>): Gate {
   // request; only a call to the identity server (or a minted session) goes through the promise path.
   const apply = (req: Request, res: Response, next: NextFunction, evaluation: Evaluation): void => {
     states.set(req, { result: evaluation.result, capture: evaluation.capture, core });
+    req.kya = evaluation.result;
     if (evaluation.kind === 'deny') {
       sendDenial(req, res, evaluation.denial, config.onDenied).catch(next);
       return;
     }
-    if (evaluation.kind === 'degraded-allow' && config.degradedHeader) res.setHeader(config.degradedHeader, evaluation.infraReason);
-    if (config.captureOn === 'success') captureAfterSuccess(res, core, evaluation.capture);
+    if (evaluation.kind === 'degraded-allow') res.setHeader(config.degradedHeader, evaluation.infraReason);
+    const capture = evaluation.capture;
+    // 'finish' = the response was fully handed to the OS; a closed connection or a ≥ 400 means no capture.
+    if (core.capturesOnSuccess(capture)) res.once('finish', () => core.captureAfter(capture, res.statusCode));
     next();
   };
   const gate = function kyaGate(req: Request, res: Response, next: NextFunction): void {
     let evaluation: Evaluation | Promise<Evaluation>;
     try {
-      evaluation = core.evaluate(req, req.headers);
+      evaluation = core.evaluate(req, req.headers, req.originalUrl);
     } catch (err) {
       return next(err);
     }
@@ -53,8 +66,9 @@ export function createGate(options: GateOptions<Request, Response>): Gate {
 
 /**
  * Runs the gate only when the request carries a payment header (x402 `PAYMENT-SIGNATURE` / `X-PAYMENT`, or
- * `Authorization: Payment`), so an anonymous first request still reaches the route and gets its 402
- * challenge. Accepts options (builds its own gate) or an existing gate.
+ * `Authorization: Payment`), so a first request whose payment has not happened yet still reaches the route
+ * and gets its 402 challenge, even with an unproven `X-Wallet-Address`; the paid retry is then gated (and its
+ * payment signature is the wallet's proof). Accepts options (builds its own gate) or an existing gate.
  */
 export function conditionalGate(gateOrOptions: Gate | GateOptions<Request, Response>): Gate {
   const gate = typeof gateOrOptions === 'function' ? gateOrOptions : createGate(gateOrOptions);
@@ -78,20 +92,15 @@ export function getGateResult(req: Request): Readonly<GateResult> | undefined {
 export function captureWallet(req: Request, input: CaptureInput): Promise<CaptureResult> {
   const state = states.get(req);
   if (!state) return Promise.resolve({ status: 'skipped', reason: 'not_gated' });
-  return sendCapture(state.core.client, state.core.config.logger, state.capture.operatorToken, input);
+  return state.core.capture(state.capture, input);
 }
 
-function captureAfterSuccess(res: Response, core: GateCore<Request, Response>, capture: CaptureContext): void {
-  const signer = capture.signer;
-  if (!capture.operatorToken || !signer || signer.address === null) return;
-  // 'finish' = the response was fully handed to the OS; a closed connection or a ≥ 400 means no capture.
-  res.once('finish', () => {
-    if (res.statusCode < 200 || res.statusCode >= 300) return;
-    void sendCapture(core.client, core.config.logger, capture.operatorToken, { walletAddress: signer.address!, network: signer.network, idempotencyKey: signer.idempotencyKey });
-  });
-}
-
-async function sendDenial(req: Request, res: Response, denial: GateDenial, onDenied: ((req: Request, res: Response, denial: GateDenial) => void | Promise<void>) | undefined): Promise<void> {
+async function sendDenial(
+  req: Request,
+  res: Response,
+  denial: GateDenial,
+  onDenied: ((req: Request, res: Response, denial: GateDenial) => unknown) | undefined,
+): Promise<void> {
   if (onDenied) {
     await onDenied(req, res, denial);
     if (res.headersSent) return;

@@ -7,10 +7,15 @@ import type { SessionBody, WirePolicy } from './wire';
 
 export const GATE_VERSION = '0.1.0';
 
-/** What the gate decides with: `X-Operator-Token` first, then `X-Wallet-Address`; both sent when both present. */
+/**
+ * What the gate decides with: `X-Operator-Token` first, then `X-Wallet-Address`; both sent when both present.
+ * A wallet is a claim until the request proves it (see `trustUnsignedWalletHeader`).
+ */
 export interface GateIdentity {
   operatorToken?: string | null;
   walletAddress?: string | null;
+  /** Same as `walletAddress` (the name other gates use); `walletAddress` wins when both are set. */
+  address?: string | null;
 }
 
 export interface GatePolicy {
@@ -33,6 +38,10 @@ export interface SessionOptions {
 }
 
 export interface CreateSessionOptions<Req> {
+  /** API key to mint sessions with, when it differs from the gate's. Default: the gate's `apiKey`. */
+  apiKey?: string;
+  /** Identity server to mint sessions on, when it differs from the gate's. Default: the gate's `baseUrl`. */
+  baseUrl?: string;
   /** Free-form label stored with the session. Default: none. */
   context?: string;
   /** Shown on the verification page (max 200 characters). Default: none. */
@@ -75,35 +84,62 @@ export interface GateOptions<Req = unknown, Res = unknown> {
   /** Per-request chain override; returning undefined falls back to `chain`. Default: none. */
   getChain?: (req: Req) => string | undefined;
   /**
-   * Let requests through with `degraded: true` when the identity server times out, is unreachable, answers
-   * 5xx, or the merchant's quota is exhausted. Never turns a policy denial into an allow. Default: `false`.
+   * Forgive identity-server outages only: when assess times out, the server is unreachable, answers 5xx, or
+   * the merchant's quota is exhausted (`quota_exceeded`), the request passes with `degraded: true`, the
+   * `infra_reason`, and the `degradedHeader` response header. Everything else is denied exactly as with
+   * failOpen off: a request with no identity, an unknown or revoked credential, a wallet without a proof,
+   * a rejected proof, a policy denial, a per-second rate limit, or a server that rejects the gate's own
+   * request (bad API key, bad policy). Default: `false`.
    */
   failOpen?: boolean;
   /** Seconds an allow is cached per (identity, policy, chain, signer); 0 disables caching. Default: `300`. */
   cacheSeconds?: number;
   /** Maximum number of cached decisions (LRU). Default: `10000`. */
   cacheMaxEntries?: number;
-  /** Per-attempt timeout of calls to the identity server, in ms. Default: `3000`. */
+  /** Per-attempt timeout of calls to the identity server, in ms (connecting, the answer's headers, each pause in its body). Default: `3000`. */
   timeoutMs?: number;
   /** `User-Agent` of calls to the identity server. Default: `kya-gate/<version>`. */
   userAgent?: string;
-  /** Reads the identity from the request. Default: `X-Operator-Token` and `X-Wallet-Address` headers. */
+  /**
+   * Reads the identity from the request. A wallet returned here still needs a proof in the same request
+   * (payment signature or SIGN-IN-WITH-X), exactly like `X-Wallet-Address`. Default: `X-Operator-Token` and
+   * `X-Wallet-Address` headers (or the `address` of a SIGN-IN-WITH-X proof sent alone).
+   */
   extractIdentity?: (req: Req) => GateIdentity | null | undefined;
   /** Replaces the built-in payment-header signer extraction. Default: x402 v2/v1 and MPP headers. */
   extractSigner?: (req: Req) => PaymentSigner | null | undefined;
   /**
-   * Takes over the denial response: called with the request, the response and the denial. If it does not send
-   * a response, the gate sends its default body. Default: the gate's JSON denial.
+   * Takes over the denial response: called with the request, the response (Express, Fastify) or context (Hono)
+   * and the denial ("reason"). If it sends a response (or, on Hono / Next.js / Fetch, returns a `Response`),
+   * that is the answer; otherwise the gate sends its default body. Default: the gate's JSON denial.
    */
-  onDenied?: (req: Req, res: Res, denial: GateDenial) => void | Promise<void>;
-  /** Deny when the payment signer belongs to another operator, or carries no wallet signature in wallet mode. Default: `true`. */
+  onDenied?: (req: Req, res: Res, denial: GateDenial) => unknown;
+  /**
+   * Deny when the payment signer belongs to another operator than the identity (token mode, or a wallet
+   * proven by SIGN-IN-WITH-X). A wallet identity whose only proof would be the payment is denied on a foreign
+   * signer whatever this says, since the payment then proves nothing about the claimed wallet. Default: `true`.
+   */
   enforceSignerMatch?: boolean;
   /** Mint a verification session for agents without identity or with a KYC-only denial. Default: off. */
   createSessionOnMissing?: CreateSessionOptions<Req> | false;
   /** `success`: report the payment wallet after a 2xx from the handler; `manual`: only via captureWallet(). Default: `'success'`. */
   captureOn?: 'success' | 'manual';
-  /** Response header set on degraded passes (value: the infra reason); false sends none. Default: `false`. */
-  degradedHeader?: string | false;
+  /** Name of the response header set on every degraded pass (value: the infra reason). Default: `'X-Gate-Degraded'`. */
+  degradedHeader?: string;
+  /**
+   * The merchant's public origin as buyers reach it, e.g. `https://shop.example.com` (behind a proxy: the
+   * outside URL). Sign-In-With-X proofs must be signed for its host and origin; it is never taken from the
+   * request's Host header, which the caller controls. Without it the gate accepts no SIGN-IN-WITH-X proof,
+   * offers no challenge, and a wallet identity can only be proven by a payment signature. Default: unset.
+   */
+  publicOrigin?: string;
+  /**
+   * UNSAFE: trust `X-Wallet-Address` (or `extractIdentity`'s walletAddress) without any proof that the
+   * caller controls the wallet. Anyone can then name a verified person's wallet and pass as them. Only for a
+   * route where the gate's answer does not matter for compliance, or during a migration. Default: `false`
+   * (a wallet identity needs a payment signature or a SIGN-IN-WITH-X proof in the same request).
+   */
+  trustUnsignedWalletHeader?: boolean;
   /** EIP-3009 tokens whose EIP-712 domain signatures are checked against. Default: USDC on Base and on Base Sepolia. */
   x402Assets?: EvmAssetDomain[];
   /** Where capture failures (debug) and misconfiguration (error) are logged. Default: silent. */
@@ -112,12 +148,22 @@ export interface GateOptions<Req = unknown, Res = unknown> {
   now?: () => number;
 }
 
-/** What a denial looks like to `onDenied` and to the default response. */
+/** What a denial looks like to `onDenied` (the "reason") and to the default response. */
 export interface GateDenial {
   status: number;
   code: string;
+  /** Human-readable, the same as `body.error.message`. */
+  message: string;
+  /** Decision reasons (the server's, or the gate's own code). */
+  reasons: string[];
+  /** The JSON body the gate sends by default. */
   body: Record<string, unknown>;
   headers: Record<string, string>;
+  /** Verification bootstrap fields, when a session came with the denial. */
+  verify_url?: string;
+  session_id?: string;
+  poll_secret?: string;
+  poll_url?: string;
 }
 
 /** The resolved configuration (internal; built once by parseOptions). */
@@ -136,11 +182,14 @@ export interface GateConfig<Req = unknown, Res = unknown> {
   userAgent: string;
   extractIdentity: ((req: Req) => GateIdentity | null | undefined) | undefined;
   extractSigner: ((req: Req) => PaymentSigner | null | undefined) | undefined;
-  onDenied: ((req: Req, res: Res, denial: GateDenial) => void | Promise<void>) | undefined;
+  onDenied: ((req: Req, res: Res, denial: GateDenial) => unknown) | undefined;
   enforceSignerMatch: boolean;
   session: CreateSessionOptions<Req> | null;
   captureOn: 'success' | 'manual';
-  degradedHeader: string | null;
+  degradedHeader: string;
+  /** Host and origin SIGN-IN-WITH-X proofs must be signed for; null = proofs not accepted. */
+  publicOrigin: { domain: string; origin: string } | null;
+  trustUnsignedWalletHeader: boolean;
   signer: SignerConfig;
   logger: GateLogger;
   now: () => number;
@@ -156,9 +205,33 @@ export class GateOptionsError extends TypeError {
 const COUNTRY = /^[A-Z]{2}$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const KNOWN_OPTIONS = new Set([
-  'apiKey', 'baseUrl', 'policy', 'requireKyc', 'requireSanctionsClear', 'minAge', 'blockedJurisdictions', 'allowedJurisdictions',
-  'chain', 'getChain', 'failOpen', 'cacheSeconds', 'cacheMaxEntries', 'timeoutMs', 'userAgent', 'extractIdentity', 'extractSigner',
-  'onDenied', 'enforceSignerMatch', 'createSessionOnMissing', 'captureOn', 'degradedHeader', 'x402Assets', 'logger', 'now',
+  'apiKey',
+  'baseUrl',
+  'policy',
+  'requireKyc',
+  'requireSanctionsClear',
+  'minAge',
+  'blockedJurisdictions',
+  'allowedJurisdictions',
+  'chain',
+  'getChain',
+  'failOpen',
+  'cacheSeconds',
+  'cacheMaxEntries',
+  'timeoutMs',
+  'userAgent',
+  'extractIdentity',
+  'extractSigner',
+  'onDenied',
+  'enforceSignerMatch',
+  'createSessionOnMissing',
+  'captureOn',
+  'degradedHeader',
+  'publicOrigin',
+  'trustUnsignedWalletHeader',
+  'x402Assets',
+  'logger',
+  'now',
 ]);
 const silentLogger: GateLogger = { debug() {}, warn() {}, error() {} };
 
@@ -188,7 +261,7 @@ function countries(value: unknown, name: string): string[] | undefined {
   return [...new Set(value as string[])].sort();
 }
 
-function parsePolicy(options: GateOptions<any, any>): WirePolicy | undefined {
+function parsePolicy(options: Pick<GateOptions<unknown, unknown>, 'policy'>): WirePolicy | undefined {
   if (options.policy !== undefined && (options.policy === null || typeof options.policy !== 'object' || Array.isArray(options.policy))) {
     fail('policy must be an object such as { requireKyc: true, minAge: 18 }');
   }
@@ -223,10 +296,26 @@ function parsePolicy(options: GateOptions<any, any>): WirePolicy | undefined {
 function parseSession<Req>(value: unknown): CreateSessionOptions<Req> | null {
   if (value === undefined || value === false || value === null) return null;
   if (value === true) return {};
-  if (typeof value !== 'object' || Array.isArray(value)) fail('createSessionOnMissing must be an object { context?, productName?, getSessionOptions?, onBeforeSession? } or false');
-  const s = value as Record<string, unknown>;
+  if (typeof value !== 'object' || Array.isArray(value))
+    fail('createSessionOnMissing must be an object { context?, productName?, getSessionOptions?, onBeforeSession? } or false');
+  const s = { ...(value as Record<string, unknown>) };
   for (const key of Object.keys(s)) {
-    if (!['context', 'productName', 'getSessionOptions', 'onBeforeSession'].includes(key)) fail(`createSessionOnMissing.${key} is not a session option`);
+    if (!['context', 'productName', 'getSessionOptions', 'onBeforeSession', 'apiKey', 'baseUrl'].includes(key))
+      fail(`createSessionOnMissing.${key} is not a session option`);
+  }
+  if (s.apiKey !== undefined && (typeof s.apiKey !== 'string' || s.apiKey.trim().length === 0 || /\s/.test(s.apiKey)))
+    fail('createSessionOnMissing.apiKey must be a non-empty API key without whitespace');
+  if (s.baseUrl !== undefined) {
+    let url: URL | null = null;
+    try {
+      url = typeof s.baseUrl === 'string' ? new URL(s.baseUrl) : null;
+    } catch {
+      url = null;
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+      fail(`createSessionOnMissing.baseUrl must be an absolute http(s) URL (got ${JSON.stringify(s.baseUrl)})`);
+    if (!url.pathname.endsWith('/')) url.pathname += '/';
+    s.baseUrl = url.toString();
   }
   if (s.context !== undefined && typeof s.context !== 'string') fail('createSessionOnMissing.context must be a string');
   if (s.productName !== undefined && (typeof s.productName !== 'string' || s.productName.length > 200)) {
@@ -234,12 +323,29 @@ function parseSession<Req>(value: unknown): CreateSessionOptions<Req> | null {
   }
   optionalFunction(s.getSessionOptions, 'createSessionOnMissing.getSessionOptions');
   optionalFunction(s.onBeforeSession, 'createSessionOnMissing.onBeforeSession');
-  return Object.freeze({ ...s }) as CreateSessionOptions<Req>;
+  return Object.freeze({ ...s });
+}
+
+function parsePublicOrigin(value: unknown): { domain: string; origin: string } | null {
+  if (value === undefined) return null;
+  const hint = 'publicOrigin must be the absolute http(s) origin buyers use, such as "https://shop.example.com"';
+  if (typeof value !== 'string') fail(hint);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    fail(`${hint} (got ${JSON.stringify(value)})`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') fail(hint);
+  if (url.pathname !== '/' || url.search || url.hash || url.username || url.password)
+    fail(`${hint}, without a path, query or credentials (got ${JSON.stringify(value)})`);
+  return Object.freeze({ domain: url.host, origin: url.origin });
 }
 
 function integerIn(value: unknown, name: string, min: number, max: number, fallback: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) fail(`${name} must be an integer from ${min} to ${max} (got ${JSON.stringify(value)})`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max)
+    fail(`${name} must be an integer from ${min} to ${max} (got ${JSON.stringify(value)})`);
   return value;
 }
 
@@ -267,9 +373,13 @@ export function parseOptions<Req, Res>(options: GateOptions<Req, Res>): Readonly
   const cacheSeconds = integerIn(options.cacheSeconds, 'cacheSeconds', 0, 86400, 300);
   const userAgent = options.userAgent ?? `kya-gate/${GATE_VERSION}`;
   if (typeof userAgent !== 'string' || userAgent.length === 0 || /[\r\n]/.test(userAgent)) fail('userAgent must be a non-empty single-line string');
-  if (options.captureOn !== undefined && options.captureOn !== 'success' && options.captureOn !== 'manual') fail(`captureOn must be 'success' or 'manual' (got ${JSON.stringify(options.captureOn)})`);
-  const degradedHeader = options.degradedHeader ?? false;
-  if (degradedHeader !== false && (typeof degradedHeader !== 'string' || !HEADER_NAME.test(degradedHeader))) fail('degradedHeader must be a valid header name (e.g. "X-Gate-Degraded") or false');
+  if (options.captureOn !== undefined && options.captureOn !== 'success' && options.captureOn !== 'manual')
+    fail(`captureOn must be 'success' or 'manual' (got ${JSON.stringify(options.captureOn)})`);
+  const degradedHeader: unknown = options.degradedHeader ?? 'X-Gate-Degraded';
+  // A degraded pass is always marked: the buyer's request was not checked, and whoever reads the response must know.
+  if (typeof degradedHeader !== 'string' || !HEADER_NAME.test(degradedHeader))
+    fail('degradedHeader must be a valid header name such as "X-Gate-Degraded" (degraded passes are always marked)');
+  const publicOrigin = parsePublicOrigin(options.publicOrigin);
   if (options.x402Assets !== undefined && !Array.isArray(options.x402Assets)) fail('x402Assets must be an array of {network, asset, name, version}');
   let signer: SignerConfig;
   try {
@@ -278,7 +388,8 @@ export function parseOptions<Req, Res>(options: GateOptions<Req, Res>): Readonly
     fail((err as Error).message);
   }
   const logger = options.logger ?? silentLogger;
-  if (typeof logger.debug !== 'function' || typeof logger.warn !== 'function' || typeof logger.error !== 'function') fail('logger must have debug, warn and error methods (pino works)');
+  if (typeof logger.debug !== 'function' || typeof logger.warn !== 'function' || typeof logger.error !== 'function')
+    fail('logger must have debug, warn and error methods (pino works)');
 
   return Object.freeze({
     apiKey: options.apiKey,
@@ -294,11 +405,13 @@ export function parseOptions<Req, Res>(options: GateOptions<Req, Res>): Readonly
     userAgent,
     extractIdentity: optionalFunction<(req: Req) => GateIdentity | null | undefined>(options.extractIdentity, 'extractIdentity'),
     extractSigner: optionalFunction<(req: Req) => PaymentSigner | null | undefined>(options.extractSigner, 'extractSigner'),
-    onDenied: optionalFunction<(req: Req, res: Res, denial: GateDenial) => void | Promise<void>>(options.onDenied, 'onDenied'),
+    onDenied: optionalFunction<(req: Req, res: Res, denial: GateDenial) => unknown>(options.onDenied, 'onDenied'),
     enforceSignerMatch: optionalBoolean(options.enforceSignerMatch, 'enforceSignerMatch') ?? true,
     session: parseSession<Req>(options.createSessionOnMissing),
     captureOn: options.captureOn ?? 'success',
-    degradedHeader: degradedHeader === false ? null : degradedHeader,
+    degradedHeader,
+    publicOrigin,
+    trustUnsignedWalletHeader: optionalBoolean(options.trustUnsignedWalletHeader, 'trustUnsignedWalletHeader') ?? false,
     signer,
     logger,
     now: optionalFunction<() => number>(options.now, 'now') ?? (() => performance.now()),

@@ -3,10 +3,10 @@
 // MERCHANT's configured asset domain; Solana TransferChecked owner checked with ed25519) and MPP
 // `Authorization: Payment` (the `source` DID, confirmed where the payload allows). Pure functions of the
 // headers and the merchant config: a forged or undecodable header is reported, never thrown.
-import { Transaction, verifyTypedData, type TypedDataDomain } from 'ethers';
 import nacl from 'tweetnacl';
 import bs58 from 'bs58';
 import { isEvmAddress, isSolanaAddress } from '../shared/address';
+import { recoverTypedDataSigner, transactionSender, type TypedDataDomain } from './evm';
 import type { AddressFamily } from './wire';
 
 /** How the signer address was established. */
@@ -56,9 +56,7 @@ export type SignerErrorCode =
   | 'payment_unsupported';
 
 export type SignerExtraction =
-  | { kind: 'none' }
-  | { kind: 'signer'; signer: PaymentSigner }
-  | { kind: 'invalid'; code: SignerErrorCode; message: string; header: string };
+  { kind: 'none' } | { kind: 'signer'; signer: PaymentSigner } | { kind: 'invalid'; code: SignerErrorCode; message: string; header: string };
 
 /** The EIP-712 domain of an EIP-3009 token the merchant accepts. */
 export interface EvmAssetDomain {
@@ -72,8 +70,18 @@ export interface EvmAssetDomain {
   version: string;
 }
 
-export const USDC_BASE: EvmAssetDomain = Object.freeze({ network: 'eip155:8453', asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', name: 'USD Coin', version: '2' });
-export const USDC_BASE_SEPOLIA: EvmAssetDomain = Object.freeze({ network: 'eip155:84532', asset: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', name: 'USDC', version: '2' });
+export const USDC_BASE: EvmAssetDomain = Object.freeze({
+  network: 'eip155:8453',
+  asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+  name: 'USD Coin',
+  version: '2',
+});
+export const USDC_BASE_SEPOLIA: EvmAssetDomain = Object.freeze({
+  network: 'eip155:84532',
+  asset: '0x036CbD53842c5426634e7929541eC2318f3dCF7e',
+  name: 'USDC',
+  version: '2',
+});
 
 /** Resolved, pre-indexed signer configuration (built once at mount time). */
 export interface SignerConfig {
@@ -166,7 +174,10 @@ export function extractPaymentSigner(headers: Headers, config: SignerConfig): Si
 const NO_PAYMENT: SignerExtraction = Object.freeze({ kind: 'none' });
 
 class SignerFailure extends Error {
-  constructor(readonly code: SignerErrorCode, message: string) {
+  constructor(
+    readonly code: SignerErrorCode,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -264,13 +275,20 @@ function fromEip3009(payload: Record<string, unknown>, label: string, network: s
   if (!HEX.test(signature)) malformed(`${label}.payload.signature must be 0x-prefixed hex`);
 
   // The domain comes from the merchant's configuration, never from the client: a wrong domain name does not
-  // throw, it silently recovers some other address (REFERENCE.md "x402").
+  // throw, it silently recovers some other address, which would then be checked instead of the payer.
   const candidates = (config.evmDomains.get(network) ?? []).filter((d) => asset === undefined || d.asset === asset.toLowerCase());
   if (candidates.length === 0) {
     const what = asset ? `asset ${asset} on ${network}` : `network ${network}`;
     throw new SignerFailure('payment_unsupported', `${what} is not an asset this merchant accepts`);
   }
-  const base = { rail: 'x402' as const, header: label.toLowerCase() as PaymentSigner['header'], scheme: 'exact', paymentNetwork: network, network: 'evm' as const, idempotencyKey: `x402:${network}:${message.nonce.toLowerCase()}` };
+  const base = {
+    rail: 'x402' as const,
+    header: label.toLowerCase() as PaymentSigner['header'],
+    scheme: 'exact',
+    paymentNetwork: network,
+    network: 'evm' as const,
+    idempotencyKey: `x402:${network}:${message.nonce.toLowerCase()}`,
+  };
   const length = (signature.length - 2) / 2;
   if (length > 65) {
     // ERC-1271 / ERC-6492 signatures are verified on chain by the facilitator at settlement; the gate can
@@ -280,12 +298,13 @@ function fromEip3009(payload: Record<string, unknown>, label: string, network: s
   if (length !== 65 && length !== 64) malformed(`${label}.payload.signature must be 64 or 65 bytes (or longer for a smart wallet)`);
   const recoveredFrom = candidates.some(({ domain }) => {
     try {
-      return verifyTypedData(domain, TRANSFER_WITH_AUTHORIZATION_TYPES, message, signature).toLowerCase() === from.toLowerCase();
+      return recoverTypedDataSigner(domain, TRANSFER_WITH_AUTHORIZATION_TYPES, message, signature) === from.toLowerCase();
     } catch {
       return false;
     }
   });
-  if (!recoveredFrom) throw new SignerFailure('payment_signature_invalid', `${label} signature was not made by authorization.from under the merchant's asset domain`);
+  if (!recoveredFrom)
+    throw new SignerFailure('payment_signature_invalid', `${label} signature was not made by authorization.from under the merchant's asset domain`);
   return { ...base, address: from.toLowerCase(), verified: true, proof: 'eip3009_ecdsa' };
 }
 
@@ -433,31 +452,46 @@ function fromMpp(token: string, _config: SignerConfig): SignerExtraction {
       if (claimed && (claimed.network !== 'solana' || claimed.address !== owner)) {
         throw new SignerFailure('payment_signature_invalid', 'Authorization: Payment source does not match the wallet that signed the transaction');
       }
-      return { kind: 'signer', signer: { ...base, paymentNetwork: claimed?.paymentNetwork ?? null, network: 'solana', address: owner, verified: true, proof: 'mpp_solana_transaction' } };
+      return {
+        kind: 'signer',
+        signer: {
+          ...base,
+          paymentNetwork: claimed?.paymentNetwork ?? null,
+          network: 'solana',
+          address: owner,
+          verified: true,
+          proof: 'mpp_solana_transaction',
+        },
+      };
     }
 
-    // EVM push-mode credential carrying a signed transaction: recover its sender when ethers can decode the
-    // envelope (Tempo's own transaction type cannot be, so the DID stays a claim there).
+    // EVM push-mode credential carrying a signed transaction: recover its sender when the envelope is a
+    // standard one (Tempo's own transaction type is not, so the DID stays a claim there).
     if (claimed?.network === 'evm' && typeof payload.signature === 'string' && HEX.test(payload.signature)) {
-      const sender = evmTransactionSender(payload.signature);
+      const sender = transactionSender(payload.signature);
       if (sender !== null) {
-        if (sender !== claimed.address) throw new SignerFailure('payment_signature_invalid', 'Authorization: Payment source does not match the sender of the signed transaction');
-        return { kind: 'signer', signer: { ...base, paymentNetwork: claimed.paymentNetwork, network: 'evm', address: sender, verified: true, proof: 'mpp_evm_transaction' } };
+        if (sender !== claimed.address)
+          throw new SignerFailure('payment_signature_invalid', 'Authorization: Payment source does not match the sender of the signed transaction');
+        return {
+          kind: 'signer',
+          signer: { ...base, paymentNetwork: claimed.paymentNetwork, network: 'evm', address: sender, verified: true, proof: 'mpp_evm_transaction' },
+        };
       }
     }
 
     if (claimed) {
-      return { kind: 'signer', signer: { ...base, paymentNetwork: claimed.paymentNetwork, network: claimed.network, address: claimed.address, verified: false, proof: 'mpp_source_claim' } };
+      return {
+        kind: 'signer',
+        signer: {
+          ...base,
+          paymentNetwork: claimed.paymentNetwork,
+          network: claimed.network,
+          address: claimed.address,
+          verified: false,
+          proof: 'mpp_source_claim',
+        },
+      };
     }
     return { kind: 'signer', signer: { ...base, paymentNetwork: null, network: 'evm', address: null, verified: false, proof: 'no_wallet_signature' } };
   });
-}
-
-function evmTransactionSender(serialized: string): string | null {
-  try {
-    const from = Transaction.from(serialized).from;
-    return from ? from.toLowerCase() : null;
-  } catch {
-    return null;
-  }
 }

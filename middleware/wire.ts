@@ -1,12 +1,12 @@
 // Wire shapes the gate reads from and sends to the identity server: assess types come from shared/types.ts
 // (types only, shared with the server); sessions, wallet capture, errors and quota headers are declared here
-// from the spec. The gate only talks HTTP, so fields the server may omit are optional.
+// from the API description (/openapi.json). The gate only talks HTTP, so fields the server may omit are optional.
 
-import type { AssessRequest, AssessResponse, AddressFamily, Policy, SignerMatch, SignerSanctions } from '../shared/types';
+import type { AssessRequest, AssessResponse, AddressFamily, Policy } from '../shared/types';
 
-export type { AddressFamily, SignerMatch, SignerSanctions } from '../shared/types';
+export type { AddressFamily, SignerMatch, SignerSanctions, WalletProofVerdict, WalletProofReason, AssessWalletProof } from '../shared/types';
 export type WirePolicy = Policy;
-export type AssessRequestBody = Pick<AssessRequest, 'address' | 'operator_token' | 'chain' | 'policy' | 'signer'>;
+export type AssessRequestBody = Pick<AssessRequest, 'address' | 'operator_token' | 'chain' | 'policy' | 'signer' | 'wallet_proof'>;
 
 /** The assess answer as the gate reads it: `decision` may be null (the ecosystem treats null as allow). */
 export type AssessResponseBody = Omit<AssessResponse, 'decision' | 'decision_reasons' | 'identity_method' | 'operator_verification'> & {
@@ -30,7 +30,7 @@ export interface SessionBody {
 }
 
 export interface ErrorResponseBody {
-  error: { code: string; message: string; [extra: string]: unknown };
+  error: { code: string; message: string; details?: Array<{ field: string; message: string }>; [extra: string]: unknown };
   agent_instructions?: string | { action?: string; steps?: string[]; user_message?: string };
   [topLevel: string]: unknown;
 }

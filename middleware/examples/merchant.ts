@@ -1,8 +1,8 @@
 // Example merchant: a small Express shop with one gated paid route, run against a local identity server.
 //   KYA_API_KEY=as_live_… [KYA_BASE_URL=http://localhost:3000] [PORT=4000] npm run example:merchant
-// The walkthrough with curl is in the README ("Example merchant").
+// The walk-through with curl is in docs/quickstart.md (`npm run demo` starts the identity server it uses).
 import express, { type Express } from 'express';
-import { createGate, getGateResult, ucpProfile, type Gate } from '../index';
+import { createGate, getGateResult, ucpProfile, type Gate } from '@kya/gate';
 
 const PRODUCTS: Record<string, { name: string; price_usd: string }> = {
   'espresso-beans': { name: 'Espresso beans, 1 kg', price_usd: '24.00' },
@@ -59,7 +59,7 @@ export function createShop(options: ShopOptions): { app: Express; gate: Gate } {
 if (require.main === module) {
   const apiKey = process.env.KYA_API_KEY;
   if (!apiKey) {
-    console.error('Set KYA_API_KEY to a merchant API key (npm start prints a demo key; or: npm run admin -- account create --name "Example shop" --tier paid).');
+    console.error('Set KYA_API_KEY to a merchant API key (`npm run demo` prints one; or: npm run admin -- account create --name "Example shop" --tier paid).');
     process.exit(1);
   }
   const baseUrl = process.env.KYA_BASE_URL ?? 'http://localhost:3000';

@@ -10,7 +10,10 @@ describe('example merchant', () => {
   let id: IdentityServer;
   beforeAll(async () => {
     id = await startIdentityServer();
-    await resetTables(id.h.deps, ASSESS_TABLES.filter((t) => t !== 'accounts'));
+    await resetTables(
+      id.h.deps,
+      ASSESS_TABLES.filter((t) => t !== 'accounts'),
+    );
   });
   afterAll(() => id.close());
 
@@ -18,7 +21,9 @@ describe('example merchant', () => {
     const { app, gate } = createShop({ apiKey: id.apiKey, baseUrl: id.baseUrl });
     try {
       expect((await request(app).get('/products')).body.products).toHaveLength(2);
-      expect((await request(app).get('/.well-known/ucp')).body.ucp.payment_handlers['com.kya.payment.mpp'][0].config.networks).toEqual([{ network: 'tempo-testnet', chain_id: 42431 }]);
+      expect((await request(app).get('/.well-known/ucp')).body.ucp.payment_handlers['com.kya.payment.mpp'][0].config.networks).toEqual([
+        { network: 'tempo-testnet', chain_id: 42431 },
+      ]);
 
       const anon = await request(app).post('/buy/grinder');
       expect(anon.status).toBe(403);

@@ -6,6 +6,9 @@ import { ASSESS_TABLES, claimWallet, createOperator, evmAddress, mintCredential 
 import { signEip3009, v2Header } from './payments';
 import { sanctionsFile, shop, startIdentityServer, type IdentityServer, type Shop } from './support';
 
+// The cache tests below are about lifetimes and keys, not wallet proofs: they opt into header-only trust.
+const HEADER_TRUST = { trustUnsignedWalletHeader: true };
+
 describe('gate concurrency and cache', () => {
   let id: IdentityServer;
   const shops: Shop[] = [];
@@ -18,7 +21,10 @@ describe('gate concurrency and cache', () => {
 
   beforeAll(async () => {
     id = await startIdentityServer({ env: { SANCTIONS_WALLET_SOURCE: sanctionsFile([]) } });
-    await resetTables(id.h.deps, ASSESS_TABLES.filter((t) => t !== 'accounts'));
+    await resetTables(
+      id.h.deps,
+      ASSESS_TABLES.filter((t) => t !== 'accounts'),
+    );
   });
   afterAll(async () => {
     shops.forEach((s) => s.gate.close());
@@ -52,14 +58,29 @@ describe('gate concurrency and cache', () => {
     const good = await Promise.all(Array.from({ length: 10 }, () => signEip3009(sibling)));
     const bad = await Promise.all(Array.from({ length: 10 }, () => signEip3009(stranger)));
     const all = await Promise.all([
-      ...good.map((p) => request(app).post('/paid').set('X-Wallet-Address', claimed.address).set('PAYMENT-SIGNATURE', v2Header(p)).then((r) => ({ r, expected: 200 }))),
-      ...bad.map((p) => request(app).post('/paid').set('X-Wallet-Address', claimed.address).set('PAYMENT-SIGNATURE', v2Header(p)).then((r) => ({ r, expected: 403 }))),
+      ...good.map((p) =>
+        request(app)
+          .post('/paid')
+          .set('X-Wallet-Address', claimed.address)
+          .set('PAYMENT-SIGNATURE', v2Header(p))
+          .then((r) => ({ r, expected: 200 })),
+      ),
+      ...bad.map((p) =>
+        request(app)
+          .post('/paid')
+          .set('X-Wallet-Address', claimed.address)
+          .set('PAYMENT-SIGNATURE', v2Header(p))
+          .then((r) => ({ r, expected: 403 })),
+      ),
     ]);
     for (const { r, expected } of all) expect(r.status).toBe(expected);
     for (const { r } of all.filter((x) => x.expected === 200)) expect(r.body.result.signer.signer.address).toBe(sibling.address.toLowerCase());
     for (const { r } of all.filter((x) => x.expected === 403)) expect(r.body.actual_signer).toBe(stranger.address.toLowerCase());
     // Then, from the cache, still each its own verdict.
-    const again = await request(app).post('/paid').set('X-Wallet-Address', claimed.address).set('PAYMENT-SIGNATURE', v2Header(await signEip3009(stranger)));
+    const again = await request(app)
+      .post('/paid')
+      .set('X-Wallet-Address', claimed.address)
+      .set('PAYMENT-SIGNATURE', v2Header(await signEip3009(stranger)));
     expect(again.status).toBe(403);
   });
 
@@ -67,7 +88,7 @@ describe('gate concurrency and cache', () => {
     const op = await createOperator(id.h.deps);
     const wallet = evmAddress();
     await claimWallet(id.h.deps, op, wallet);
-    const { app } = make({ policy: { requireKyc: true }, cacheSeconds: 60 });
+    const { app } = make({ ...HEADER_TRUST, policy: { requireKyc: true }, cacheSeconds: 60 });
     const before = id.count('/v1/assess');
     await request(app).post('/paid').set('X-Wallet-Address', wallet).expect(200);
     const cached = await request(app).post('/paid').set('X-Wallet-Address', wallet).expect(200);
@@ -85,12 +106,20 @@ describe('gate concurrency and cache', () => {
     const op = await createOperator(id.h.deps, { kyc: 'none' });
     const wallet = evmAddress();
     await claimWallet(id.h.deps, op, wallet);
-    const { app } = make({ policy: { requireKyc: true } });
+    const { app } = make({ ...HEADER_TRUST, policy: { requireKyc: true } });
     await request(app).post('/paid').set('X-Wallet-Address', wallet).expect(403);
     await id.h.deps.db('accounts').where({ id: op }).update({
-      kyc_status: 'verified', kyc_verified_at: new Date(), verification_level: 'kyc_verified', jurisdiction: 'US', age_bracket: '21+', age_verified: true,
-      sanctions_status: 'clear', sanctions_checked_at: new Date(), operator_type: 'individual',
+      kyc_status: 'verified',
+      kyc_verified_at: new Date(),
+      verification_level: 'kyc_verified',
+      jurisdiction: 'US',
+      age_bracket: '21+',
+      age_verified: true,
+      sanctions_status: 'clear',
+      sanctions_checked_at: new Date(),
+      operator_type: 'individual',
     });
+    await id.h.deps.services.identity.changed({ operatorId: op }); // as the verification flow announces it
     clock += 4_000;
     await request(app).post('/paid').set('X-Wallet-Address', wallet).expect(403); // still the cached denial
     clock += 1_500;
@@ -101,7 +130,7 @@ describe('gate concurrency and cache', () => {
     const op = await createOperator(id.h.deps, { jurisdiction: 'DE' });
     const wallet = evmAddress();
     await claimWallet(id.h.deps, op, wallet);
-    const a = make({ policy: { requireKyc: true }, getChain: (req: any) => req.headers['x-chain'] });
+    const a = make({ ...HEADER_TRUST, policy: { requireKyc: true }, getChain: (req: any) => req.headers['x-chain'] });
     const before = id.count('/v1/assess');
     await request(a.app).post('/paid').set('X-Wallet-Address', wallet).set('X-Chain', 'base').expect(200);
     await request(a.app).post('/paid').set('X-Wallet-Address', wallet).set('X-Chain', 'ethereum').expect(200);
@@ -111,7 +140,7 @@ describe('gate concurrency and cache', () => {
 
   it('does not cache when cacheSeconds is 0', async () => {
     const wallet = evmAddress();
-    const { app } = make({ cacheSeconds: 0 });
+    const { app } = make({ ...HEADER_TRUST, cacheSeconds: 0 });
     const before = id.count('/v1/assess');
     await request(app).post('/paid').set('X-Wallet-Address', wallet).expect(200);
     await request(app).post('/paid').set('X-Wallet-Address', wallet).expect(200);

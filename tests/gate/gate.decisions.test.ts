@@ -11,6 +11,8 @@ import { mppAuthorization, signEip3009, v2Header } from './payments';
 import { sanctionsFile, shop, startIdentityServer, type IdentityServer, type Shop } from './support';
 
 const sanctionedWallet = Wallet.createRandom();
+// For tests about policy, sessions, chains and hooks rather than wallet proofs: header-only trust, opted into.
+const HEADER_TRUST = { trustUnsignedWalletHeader: true };
 
 describe('gate decisions against a live identity server', () => {
   let id: IdentityServer;
@@ -23,34 +25,45 @@ describe('gate decisions against a live identity server', () => {
 
   beforeAll(async () => {
     id = await startIdentityServer({ env: { SANCTIONS_WALLET_SOURCE: sanctionsFile([sanctionedWallet.address]) } });
-    await resetTables(id.h.deps, ASSESS_TABLES.filter((t) => t !== 'accounts'));
+    await resetTables(
+      id.h.deps,
+      ASSESS_TABLES.filter((t) => t !== 'accounts'),
+    );
   });
   afterAll(async () => {
     shops.forEach((s) => s.gate.close());
     await id.close();
   });
 
-  it('allows a verified operator by claimed wallet and exposes the assess data through getGateResult', async () => {
+  it('allows a verified operator by a proven wallet and exposes the assess data through getGateResult', async () => {
     const op = await createOperator(id.h.deps);
-    const wallet = evmAddress();
+    const signer = Wallet.createRandom();
+    const wallet = signer.address.toLowerCase();
     await claimWallet(id.h.deps, op, wallet);
     const { app } = make({ policy: { requireKyc: true } });
-    const res = await request(app).post('/paid').set('X-Wallet-Address', wallet.toUpperCase().replace('0X', '0x'));
+    const res = await request(app)
+      .post('/paid')
+      .set('X-Wallet-Address', wallet.toUpperCase().replace('0X', '0x'))
+      .set('PAYMENT-SIGNATURE', v2Header(await signEip3009(signer)));
     expect(res.status).toBe(200);
     expect(res.body.result).toMatchObject({
       decision: 'allow',
       degraded: false,
       infra_reason: null,
-      identity: { method: 'wallet', wallet_address: wallet, wallet_network: 'evm' },
+      identity: { method: 'wallet', wallet_address: wallet, wallet_network: 'evm', proof: 'payment_signature' },
+      wallet_proof: null,
       operator_handle: null,
-      signer: null,
+      signer: { signer: { address: wallet, verified: true }, match: { kind: 'pass' } },
       cached: false,
       denial: null,
       assess: { decision: 'allow', decision_reasons: [], identity_method: 'wallet', resolved_operator: wallet, linked_wallets: [wallet] },
     });
     // Enterprise accounts have no quota headers.
     expect(res.body.result.quota).toBeNull();
-    expect(id.calls.at(-1)).toEqual({ path: '/v1/assess', body: { address: wallet, policy: { require_kyc: true } } });
+    expect(id.calls.at(-1)).toEqual({
+      path: '/v1/assess',
+      body: { address: wallet, policy: { require_kyc: true }, signer: { address: wallet, network: 'evm' } },
+    });
   });
 
   it('allows by operator token and gives the handler the pairwise operator handle, never the token', async () => {
@@ -60,7 +73,7 @@ describe('gate decisions against a live identity server', () => {
     const res = await request(app).post('/paid').set('X-Operator-Token', ` ${token} `);
     expect(res.status).toBe(200);
     expect(res.body.result.operator_handle).toMatch(/^oph_/);
-    expect(res.body.result.identity).toEqual({ method: 'operator_token', wallet_address: null, wallet_network: null });
+    expect(res.body.result.identity).toEqual({ method: 'operator_token', wallet_address: null, wallet_network: null, proof: null });
     expect(JSON.stringify(res.body)).not.toContain(token);
   });
 
@@ -77,7 +90,7 @@ describe('gate decisions against a live identity server', () => {
     const op = await createOperator(id.h.deps);
     const sol = bs58.encode(nacl.sign.keyPair().publicKey);
     await claimWallet(id.h.deps, op, sol, 'solana');
-    const { app } = make({ policy: { requireKyc: true } });
+    const { app } = make({ ...HEADER_TRUST, policy: { requireKyc: true } });
     const res = await request(app).post('/paid').set('X-Wallet-Address', sol).expect(200);
     expect(res.body.result.identity.wallet_address).toBe(sol);
     expect(id.calls.at(-1)!.body.address).toBe(sol);
@@ -96,7 +109,7 @@ describe('gate decisions against a live identity server', () => {
         action: 'present_identity',
         steps: [
           'Retry with the header X-Operator-Token: <operator credential> from your credential store,',
-          'or with X-Wallet-Address: <wallet your operator claimed> and a payment signed by that wallet.',
+          'or with X-Wallet-Address: <wallet your operator claimed> and a proof that you control it: a payment signed by that wallet, or a SIGN-IN-WITH-X header.',
           'Without either, ask your operator to verify once and obtain an operator credential.',
         ],
         user_message: 'This merchant requires a verified operator behind the agent.',
@@ -109,13 +122,18 @@ describe('gate decisions against a live identity server', () => {
     const { app } = make();
     const res = await request(app).post('/paid').set('X-Wallet-Address', '0x1234');
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ error: { code: 'invalid_address', message: 'X-Wallet-Address is not a valid EVM or Solana address.' }, decision: 'deny', reasons: ['invalid_address'] });
+    expect(res.body).toEqual({
+      error: { code: 'invalid_address', message: 'X-Wallet-Address is not a valid EVM or Solana address.' },
+      decision: 'deny',
+      reasons: ['invalid_address'],
+    });
   });
 
   it('denies kyc_required with a minted session at the top level; onBeforeSession extras never replace reserved fields', async () => {
     const wallet = evmAddress();
     const sessionsSeen: string[] = [];
     const { app } = make({
+      ...HEADER_TRUST,
       policy: { requireKyc: true },
       createSessionOnMissing: {
         context: 'static-context',
@@ -160,7 +178,7 @@ describe('gate decisions against a live identity server', () => {
     const wallet = evmAddress();
     await claimWallet(id.h.deps, op, wallet);
     const before = id.count('/v1/sessions');
-    const { app } = make({ policy: { requireKyc: true, minAge: 21 }, createSessionOnMissing: {} });
+    const { app } = make({ ...HEADER_TRUST, policy: { requireKyc: true, minAge: 21 }, createSessionOnMissing: {} });
     const res = await request(app).post('/paid').set('X-Wallet-Address', wallet);
     expect(res.status).toBe(403);
     expect(res.body).toEqual({
@@ -175,7 +193,7 @@ describe('gate decisions against a live identity server', () => {
     const op = await createOperator(id.h.deps, { jurisdiction: 'IR' });
     const wallet = evmAddress();
     await claimWallet(id.h.deps, op, wallet);
-    const { app } = make({ requireKyc: true, blockedJurisdictions: ['IR'] });
+    const { app } = make({ ...HEADER_TRUST, requireKyc: true, blockedJurisdictions: ['IR'] });
     const res = await request(app).post('/paid').set('X-Wallet-Address', wallet);
     expect(res.status).toBe(403);
     expect(res.body.reasons).toEqual(['jurisdiction_restricted']);
@@ -200,7 +218,9 @@ describe('gate decisions against a live identity server', () => {
 
   it('answers 401 invalid_credential with no session for a token that never existed', async () => {
     const { app } = make({ policy: { requireKyc: true }, createSessionOnMissing: {} });
-    const res = await request(app).post('/paid').set('X-Operator-Token', 'opc_' + 'x'.repeat(40));
+    const res = await request(app)
+      .post('/paid')
+      .set('X-Operator-Token', 'opc_' + 'x'.repeat(40));
     expect(res.status).toBe(401);
     expect(res.body.error.code).toBe('invalid_credential');
     expect(res.body).not.toHaveProperty('session_id');
@@ -225,17 +245,30 @@ describe('gate decisions against a live identity server', () => {
 
     it('allows a payment signed by a sibling wallet of the claimed operator and records the verdict', async () => {
       const { app } = make({ policy: { requireKyc: true } });
-      const res = await request(app).post('/paid').set('X-Wallet-Address', claimed.address).set('PAYMENT-SIGNATURE', v2Header(await signEip3009(sibling)));
+      const res = await request(app)
+        .post('/paid')
+        .set('X-Wallet-Address', claimed.address)
+        .set('PAYMENT-SIGNATURE', v2Header(await signEip3009(sibling)));
       expect(res.status).toBe(200);
       expect(id.calls.at(-1)!.body.signer).toEqual({ address: sibling.address.toLowerCase(), network: 'evm' });
-      expect(res.body.result.signer).toMatchObject({ signer: { address: sibling.address.toLowerCase(), verified: true, proof: 'eip3009_ecdsa' }, match: { kind: 'pass' }, sanctions: { status: 'clear' } });
+      expect(res.body.result.signer).toMatchObject({
+        signer: { address: sibling.address.toLowerCase(), verified: true, proof: 'eip3009_ecdsa' },
+        match: { kind: 'pass' },
+        sanctions: { status: 'clear' },
+      });
     });
 
     it('denies a payment signed by another operator’s wallet with the wallets the agent could re-sign from', async () => {
       const { app } = make({ policy: { requireKyc: true } });
-      const res = await request(app).post('/paid').set('X-Wallet-Address', claimed.address).set('PAYMENT-SIGNATURE', v2Header(await signEip3009(stranger)));
+      const res = await request(app)
+        .post('/paid')
+        .set('X-Wallet-Address', claimed.address)
+        .set('PAYMENT-SIGNATURE', v2Header(await signEip3009(stranger)));
       expect(res.status).toBe(403);
-      expect(res.body.error).toEqual({ code: 'wallet_signer_mismatch', message: 'The payment was signed by a wallet of a different operator than the claimed wallet.' });
+      expect(res.body.error).toEqual({
+        code: 'wallet_signer_mismatch',
+        message: 'The payment was signed by a wallet of a different operator than the claimed wallet.',
+      });
       expect(res.body.reasons).toEqual(['wallet_signer_mismatch']);
       expect([...res.body.linked_wallets].sort()).toEqual([claimed.address.toLowerCase(), sibling.address.toLowerCase()].sort());
       expect(res.body.expected_signer).toBe(claimed.address.toLowerCase());
@@ -243,20 +276,37 @@ describe('gate decisions against a live identity server', () => {
       expect(JSON.parse(res.body.agent_instructions).action).toBeDefined();
     });
 
-    it('records but does not enforce a mismatch when enforceSignerMatch is false', async () => {
+    it('records but does not enforce a token-mode mismatch when enforceSignerMatch is false', async () => {
+      const { token } = await mintCredential(id.h.deps, operator);
       const { app } = make({ policy: { requireKyc: true }, enforceSignerMatch: false });
-      const res = await request(app).post('/paid').set('X-Wallet-Address', claimed.address).set('PAYMENT-SIGNATURE', v2Header(await signEip3009(stranger)));
+      const res = await request(app)
+        .post('/paid')
+        .set('X-Operator-Token', token)
+        .set('PAYMENT-SIGNATURE', v2Header(await signEip3009(stranger)));
       expect(res.status).toBe(200);
       expect(res.body.result.signer.match.kind).toBe('wallet_signer_mismatch');
     });
 
-    it('tells a wallet-identified agent paying by card to switch to its operator token', async () => {
+    it('tells a wallet-identified agent paying by card to prove the wallet or switch to its operator token, without a call', async () => {
       const { app } = make({ policy: { requireKyc: true } });
       const card = mppAuthorization({ challenge: { id: 'ch_card', method: 'stripe', intent: 'charge' }, payload: { spt: 'spt_1' } });
+      const before = id.count('/v1/assess');
+      const res = await request(app).post('/paid').set('X-Wallet-Address', claimed.address).set('Authorization', card);
+      expect(res.status).toBe(403);
+      expect(id.count('/v1/assess')).toBe(before);
+      expect(res.body.error.code).toBe('wallet_auth_requires_wallet_signing');
+      expect(res.body.next_steps.action).toBe('prove_wallet_control');
+      expect(res.body.next_steps.steps.at(-1)).toBe(
+        'or retry with the header X-Operator-Token: <operator credential> from your credential store instead of X-Wallet-Address.',
+      );
+    });
+
+    it('keeps the header-only card verdict of the server when unsigned wallet headers are trusted', async () => {
+      const { app } = make({ ...HEADER_TRUST, policy: { requireKyc: true } });
+      const card = mppAuthorization({ challenge: { id: 'ch_card_t', method: 'stripe', intent: 'charge' }, payload: { spt: 'spt_1' } });
       const res = await request(app).post('/paid').set('X-Wallet-Address', claimed.address).set('Authorization', card);
       expect(res.status).toBe(403);
       expect(id.calls.at(-1)!.body.signer).toEqual({ address: null, network: 'evm' });
-      expect(res.body.error.code).toBe('wallet_auth_requires_wallet_signing');
       expect(res.body.next_steps).toMatchObject({ action: 'use_operator_token', header_name: 'X-Operator-Token' });
     });
 
@@ -271,7 +321,10 @@ describe('gate decisions against a live identity server', () => {
     it('denies a signer on the wallet sanctions list (the server fails the decision)', async () => {
       const { token } = await mintCredential(id.h.deps, operator);
       const { app } = make({ policy: { requireKyc: true } });
-      const res = await request(app).post('/paid').set('X-Operator-Token', token).set('PAYMENT-SIGNATURE', v2Header(await signEip3009(sanctionedWallet)));
+      const res = await request(app)
+        .post('/paid')
+        .set('X-Operator-Token', token)
+        .set('PAYMENT-SIGNATURE', v2Header(await signEip3009(sanctionedWallet)));
       expect(res.status).toBe(403);
       expect(res.body.reasons).toContain('sanctions_flagged');
     });
@@ -283,7 +336,10 @@ describe('gate decisions against a live identity server', () => {
       const res = await request(app).post('/paid').set('X-Wallet-Address', claimed.address).set('PAYMENT-SIGNATURE', v2Header(payment));
       expect(res.status).toBe(400);
       expect(res.body).toEqual({
-        error: { code: 'payment_signature_invalid', message: "PAYMENT-SIGNATURE signature was not made by authorization.from under the merchant's asset domain" },
+        error: {
+          code: 'payment_signature_invalid',
+          message: "PAYMENT-SIGNATURE signature was not made by authorization.from under the merchant's asset domain",
+        },
         decision: 'deny',
         reasons: ['payment_signature_invalid'],
         header: 'PAYMENT-SIGNATURE',
@@ -303,14 +359,16 @@ describe('gate decisions against a live identity server', () => {
     const { app } = make({ policy: { requireKyc: true } });
     const anon = await request(app).post('/discover');
     expect(anon.status).toBe(402);
-    const paying = await request(app).post('/discover').set('PAYMENT-SIGNATURE', v2Header(await signEip3009(Wallet.createRandom())));
+    const paying = await request(app)
+      .post('/discover')
+      .set('PAYMENT-SIGNATURE', v2Header(await signEip3009(Wallet.createRandom())));
     expect(paying.status).toBe(403);
     expect(paying.body.error.code).toBe('identity_required');
   });
 
   it('sends the per-request chain from getChain, falling back to chain', async () => {
     const wallet = evmAddress();
-    const { app } = make({ chain: 'base', getChain: (req: any) => req.headers['x-chain'] });
+    const { app } = make({ ...HEADER_TRUST, chain: 'base', getChain: (req: any) => req.headers['x-chain'] });
     await request(app).post('/paid').set('X-Wallet-Address', wallet).set('X-Chain', 'ethereum').expect(200);
     expect(id.calls.at(-1)!.body.chain).toBe('ethereum');
     await request(app).post('/paid').set('X-Wallet-Address', wallet).expect(200);
@@ -323,6 +381,7 @@ describe('gate decisions against a live identity server', () => {
   it('hands the denial to onDenied, which may send its own response', async () => {
     const denials: any[] = [];
     const { app } = make({
+      ...HEADER_TRUST,
       policy: { requireKyc: true },
       onDenied: (_req: any, res: any, denial: any) => {
         denials.push(denial);

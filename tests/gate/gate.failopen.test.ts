@@ -1,20 +1,35 @@
-// Fail-open degraded mode and its fail-closed counterpart: nothing listening, a server that hangs, a real
-// identity server answering 503 (its Postgres is gone), quota exhaustion, and misconfiguration.
+// Fail-open forgives infrastructure only. Degraded passes (always marked): nothing listening, a server that
+// hangs, a real identity server answering 503 (its Postgres is gone), quota exhaustion. Denied exactly as with
+// failOpen off: no identity, an unknown or revoked credential, an unproven wallet, a policy denial, a
+// per-second rate limit, and misconfiguration.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { resetTables } from '../support/harness';
+import { Wallet } from 'ethers';
+import { createMerchant, resetTables } from '../support/harness';
 import { freePort, hungServer, type Closable } from '../support/net';
-import { ASSESS_TABLES, createOperator, evmAddress, claimWallet } from '../assess/seed';
+import { ASSESS_TABLES, createOperator, evmAddress, claimWallet, mintCredential } from '../assess/seed';
+import { signEip3009, v2Header } from './payments';
 import { shop, startIdentityServer, type IdentityServer, type Shop } from './support';
 
-const RETRY_WITH_BACKOFF = {
+/** A wallet identity with its proof: a payment the wallet signed itself. */
+async function provenWallet(): Promise<{ address: string; headers: Record<string, string> }> {
+  const wallet = Wallet.createRandom();
+  return { address: wallet.address.toLowerCase(), headers: { 'X-Wallet-Address': wallet.address, 'PAYMENT-SIGNATURE': v2Header(await signEip3009(wallet)) } };
+}
+const someToken = () => 'opc_' + Math.random().toString(36).slice(2).padEnd(40, 'x');
+
+/** The gate's own retry advice; its first wait is the Retry-After it sends. */
+const retryAdvice = (wait: string) => ({
   action: 'retry_with_backoff',
   steps: [
-    'Wait 5 seconds, then retry the same request.',
+    `Wait ${wait}, then retry the same request.`,
     'Double the wait after each failure, up to 30 seconds.',
     'If it still fails after 5 minutes, tell the user the merchant cannot verify identity right now.',
   ],
   user_message: 'The merchant cannot check identity right now. Retrying shortly.',
-};
+});
+const RETRY_WITH_BACKOFF = retryAdvice('5 seconds');
 
 const CONTACT_MERCHANT = {
   action: 'contact_merchant',
@@ -37,24 +52,25 @@ describe('identity server unreachable (nothing listening)', () => {
     baseUrl = `http://127.0.0.1:${await freePort()}`;
   });
 
-  it('passes degraded with infra_reason network_timeout and the configured header under failOpen', async () => {
-    const { app } = make({ baseUrl, failOpen: true, degradedHeader: 'X-Gate-Degraded', policy: { requireKyc: true } });
-    const res = await request(app).post('/paid').set('X-Wallet-Address', evmAddress());
+  it('passes a proven wallet degraded with infra_reason network_timeout and the X-Gate-Degraded header under failOpen', async () => {
+    const { app } = make({ baseUrl, failOpen: true, policy: { requireKyc: true } });
+    const wallet = await provenWallet();
+    const res = await request(app).post('/paid').set(wallet.headers);
     expect(res.status).toBe(200);
     expect(res.headers['x-gate-degraded']).toBe('network_timeout');
     expect(res.body.result).toMatchObject({ decision: 'allow', degraded: true, infra_reason: 'network_timeout', assess: null, denial: null });
   });
 
-  it('sends no degraded header unless configured', async () => {
-    const { app } = make({ baseUrl, failOpen: true });
-    const res = await request(app).post('/paid').set('X-Wallet-Address', evmAddress());
+  it('always marks a degraded pass, under the header name the merchant chose', async () => {
+    const { app } = make({ baseUrl, failOpen: true, degradedHeader: 'X-Identity-Degraded' });
+    const res = await request(app).post('/paid').set('X-Operator-Token', someToken());
     expect(res.status).toBe(200);
-    expect(res.headers['x-gate-degraded']).toBeUndefined();
+    expect(res.headers['x-identity-degraded']).toBe('network_timeout');
   });
 
-  it('denies with 503 api_error and retry instructions when failOpen is off', async () => {
+  it('denies with 503 api_error and retry instructions (JSON-encoded) when failOpen is off', async () => {
     const { app } = make({ baseUrl });
-    const res = await request(app).post('/paid').set('X-Wallet-Address', evmAddress());
+    const res = await request(app).post('/paid').set('X-Operator-Token', someToken());
     expect(res.status).toBe(503);
     expect(res.headers['retry-after']).toBe('5');
     expect(res.body).toEqual({
@@ -62,15 +78,49 @@ describe('identity server unreachable (nothing listening)', () => {
       decision: 'deny',
       reasons: ['api_error'],
       infra_reason: 'network_timeout',
-      agent_instructions: RETRY_WITH_BACKOFF,
+      agent_instructions: JSON.stringify(RETRY_WITH_BACKOFF),
     });
   });
 
-  it('lets a request without identity through undegraded under failOpen (no call was needed)', async () => {
-    const { app } = make({ baseUrl, failOpen: true, policy: { requireKyc: true } });
-    const res = await request(app).post('/paid');
-    expect(res.status).toBe(200);
-    expect(res.body.result).toMatchObject({ decision: 'allow', degraded: false, infra_reason: null, identity: { method: null } });
+  it('denies a request without identity, and an unproven wallet, under failOpen exactly as without it', async () => {
+    for (const failOpen of [true, false]) {
+      const { app } = make({ baseUrl, failOpen, policy: { requireKyc: true } });
+      const anonymous = await request(app).post('/paid');
+      expect(anonymous.status).toBe(403);
+      expect(anonymous.body.error.code).toBe('identity_required');
+      expect(anonymous.headers['x-gate-degraded']).toBeUndefined();
+      const unproven = await request(app).post('/paid').set('X-Wallet-Address', evmAddress());
+      expect(unproven.status).toBe(403);
+      expect(unproven.body.error.code).toBe('wallet_auth_requires_wallet_signing');
+    }
+  });
+});
+
+describe('identity server answering 503 with its own Retry-After and no instructions', () => {
+  let server: http.Server;
+  let baseUrl: string;
+  beforeAll(async () => {
+    server = http.createServer((_req, res) => {
+      res.writeHead(503, { 'Content-Type': 'application/json', 'Retry-After': '12' });
+      res.end(JSON.stringify({ error: { code: 'api_error', message: 'down for maintenance' } }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('tells the agent to wait what Retry-After says, in the header and in the instructions alike', async () => {
+    const { app } = make({ baseUrl });
+    const res = await request(app).post('/paid').set('X-Operator-Token', someToken());
+    expect(res.status).toBe(503);
+    expect(res.headers['retry-after']).toBe('12');
+    expect(res.body).toEqual({
+      error: { code: 'api_error', message: 'The identity service is temporarily unavailable.' },
+      decision: 'deny',
+      reasons: ['api_error'],
+      infra_reason: 'api_error',
+      agent_instructions: JSON.stringify(retryAdvice('12 seconds')),
+    });
   });
 });
 
@@ -84,15 +134,20 @@ describe('identity server that accepts and never answers', () => {
   it('gives up after timeoutMs and passes degraded under failOpen', async () => {
     const { app } = make({ baseUrl: `http://127.0.0.1:${hung.port}`, failOpen: true, timeoutMs: 200 });
     const started = Date.now();
-    const res = await request(app).post('/paid').set('X-Operator-Token', 'opc_' + 'a'.repeat(40));
+    const res = await request(app)
+      .post('/paid')
+      .set('X-Operator-Token', 'opc_' + 'a'.repeat(40));
     expect(res.status).toBe(200);
+    expect(res.headers['x-gate-degraded']).toBe('network_timeout');
     expect(res.body.result).toMatchObject({ degraded: true, infra_reason: 'network_timeout' });
     expect(Date.now() - started).toBeLessThan(1500);
   });
 
   it('denies 503 after timeoutMs when failOpen is off', async () => {
     const { app } = make({ baseUrl: `http://127.0.0.1:${hung.port}`, timeoutMs: 200 });
-    const res = await request(app).post('/paid').set('X-Wallet-Address', evmAddress());
+    const res = await request(app)
+      .post('/paid')
+      .set((await provenWallet()).headers);
     expect(res.status).toBe(503);
     expect(res.body.infra_reason).toBe('network_timeout');
   });
@@ -108,22 +163,27 @@ describe('real identity server answering 503 (its database is down)', () => {
 
   it('passes the server’s agent_instructions through on a fail-closed 503, and degrades under failOpen', async () => {
     const closed = make({ baseUrl: id.baseUrl });
-    const res = await request(closed.app).post('/paid').set('X-Wallet-Address', evmAddress());
+    const res = await request(closed.app).post('/paid').set('X-Operator-Token', someToken());
     expect(res.status).toBe(503);
     expect(res.body.error.code).toBe('api_error');
     expect(res.body.infra_reason).toBe('api_error');
-    expect(res.body.agent_instructions).toEqual({
-      action: 'retry_with_backoff',
-      steps: [
-        'Wait 5 seconds, then retry the same request.',
-        'Double the wait after each failure, up to 30 seconds.',
-        'If it still fails after 5 minutes, tell the user the identity service is unavailable.',
-      ],
-      user_message: 'The identity service is temporarily unavailable. Retrying shortly.',
-    });
+    expect(res.body.agent_instructions).toBe(
+      JSON.stringify({
+        action: 'retry_with_backoff',
+        steps: [
+          'Wait 5 seconds, then retry the same request.',
+          'Double the wait after each failure, up to 30 seconds.',
+          'If it still fails after 5 minutes, tell the user the identity service is unavailable.',
+        ],
+        user_message: 'The identity service is temporarily unavailable. Retrying shortly.',
+      }),
+    );
     const open = make({ baseUrl: id.baseUrl, failOpen: true });
-    const degraded = await request(open.app).post('/paid').set('X-Wallet-Address', evmAddress());
+    const degraded = await request(open.app)
+      .post('/paid')
+      .set((await provenWallet()).headers);
     expect(degraded.status).toBe(200);
+    expect(degraded.headers['x-gate-degraded']).toBe('api_error');
     expect(degraded.body.result).toMatchObject({ degraded: true, infra_reason: 'api_error' });
   });
 });
@@ -132,28 +192,78 @@ describe('quota exhaustion and policy denials on a working server', () => {
   let id: IdentityServer;
   beforeAll(async () => {
     id = await startIdentityServer({ tier: 'free', quota: 1 });
-    await resetTables(id.h.deps, ASSESS_TABLES.filter((t) => t !== 'accounts'));
+    await resetTables(
+      id.h.deps,
+      ASSESS_TABLES.filter((t) => t !== 'accounts'),
+    );
   });
   afterAll(() => id.close());
 
-  it('never turns a policy denial into an allow under failOpen', async () => {
-    const { app } = make({ baseUrl: id.baseUrl, apiKey: id.apiKey, failOpen: true, policy: { requireKyc: true } });
-    const res = await request(app).post('/paid').set('X-Wallet-Address', evmAddress());
-    expect(res.status).toBe(403);
-    expect(res.body.error.code).toBe('kyc_required');
+  it('never turns a policy denial, an unknown or a revoked credential into an allow under failOpen', async () => {
+    const { apiKey } = await createMerchant(id.h.deps, { tier: 'enterprise' });
+    const { app } = make({ baseUrl: id.baseUrl, apiKey, failOpen: true, policy: { requireKyc: true } });
+    const policy = await request(app)
+      .post('/paid')
+      .set((await provenWallet()).headers);
+    expect(policy.status).toBe(403);
+    expect(policy.body.error.code).toBe('kyc_required');
+    const unknown = await request(app)
+      .post('/paid')
+      .set('X-Operator-Token', 'opc_' + 'q'.repeat(40));
+    expect(unknown.status).toBe(401);
+    expect(unknown.body.error.code).toBe('invalid_credential');
+    const op = await createOperator(id.h.deps);
+    const { token, id: credentialId } = await mintCredential(id.h.deps, op);
+    await id.h.deps.db('credentials').where({ id: credentialId }).update({ revoked_at: new Date() });
+    const revoked = await request(app).post('/paid').set('X-Operator-Token', token);
+    expect(revoked.status).toBe(401);
+    expect(revoked.body.error.code).toBe('token_expired');
+    for (const res of [policy, unknown, revoked]) {
+      expect(res.headers['x-gate-degraded']).toBeUndefined();
+      expect(res.body).not.toHaveProperty('infra_reason');
+    }
+  });
+
+  it("does not forgive a per-second rate limit (the merchant's own traffic, not an outage)", async () => {
+    const { apiKey } = await createMerchant(id.h.deps, { tier: 'paid', rps: 1 });
+    const { app } = make({ baseUrl: id.baseUrl, apiKey, failOpen: true, timeoutMs: 500 });
+    const op = await createOperator(id.h.deps);
+    // Three identities, so the three requests are three calls (one identity would share one in-flight call).
+    const tokens = await Promise.all([1, 2, 3].map(() => mintCredential(id.h.deps, op).then((c) => c.token)));
+    const answers = await Promise.all(tokens.map((token) => request(app).post('/paid').set('X-Operator-Token', token)));
+    const limited = answers.filter((r) => r.status !== 200);
+    expect(limited.length).toBeGreaterThan(0);
+    for (const res of limited) {
+      expect(res.status).toBe(503);
+      expect(res.headers['x-gate-degraded']).toBeUndefined();
+      expect(res.headers['retry-after']).toMatch(/^\d+$/);
+      expect(res.body).toEqual({
+        error: { code: 'api_error', message: 'The merchant is checking identities faster than its plan allows.' },
+        decision: 'deny',
+        reasons: ['api_error'],
+        infra_reason: 'api_error',
+        agent_instructions: JSON.stringify(retryAdvice(res.headers['retry-after'] === '1' ? 'one second' : `${res.headers['retry-after']} seconds`)),
+      });
+    }
   });
 
   it('degrades with quota_exceeded under failOpen once the quota is spent, and denies 503 contact_merchant without it', async () => {
     const op = await createOperator(id.h.deps);
-    const wallet = evmAddress();
-    await claimWallet(id.h.deps, op, wallet);
+    const wallet = await provenWallet();
+    await claimWallet(id.h.deps, op, wallet.address);
     const open = make({ baseUrl: id.baseUrl, apiKey: id.apiKey, failOpen: true });
-    const res = await request(open.app).post('/paid').set('X-Wallet-Address', wallet);
+    const spend = await request(open.app)
+      .post('/paid')
+      .set((await provenWallet()).headers);
+    expect(spend.status).toBe(200);
+    expect(spend.body.result.degraded).toBe(false);
+    const res = await request(open.app).post('/paid').set(wallet.headers);
     expect(res.status).toBe(200);
+    expect(res.headers['x-gate-degraded']).toBe('quota_exceeded');
     expect(res.body.result).toMatchObject({ degraded: true, infra_reason: 'quota_exceeded' });
     expect(res.body.result.quota).toMatchObject({ limit: 1 });
     const closed = make({ baseUrl: id.baseUrl, apiKey: id.apiKey });
-    const denied = await request(closed.app).post('/paid').set('X-Wallet-Address', wallet);
+    const denied = await request(closed.app).post('/paid').set(wallet.headers);
     expect(denied.status).toBe(503);
     expect(denied.headers['retry-after']).toBeUndefined();
     expect(denied.body).toEqual({
@@ -161,20 +271,27 @@ describe('quota exhaustion and policy denials on a working server', () => {
       decision: 'deny',
       reasons: ['api_error'],
       infra_reason: 'quota_exceeded',
-      agent_instructions: CONTACT_MERCHANT,
+      agent_instructions: JSON.stringify(CONTACT_MERCHANT),
     });
   });
 
   it('stays closed on a rejected API key even under failOpen (misconfiguration is not an outage)', async () => {
     const errors: unknown[] = [];
-    const { app } = make({ baseUrl: id.baseUrl, apiKey: 'as_live_' + 'Z'.repeat(43), failOpen: true, logger: { debug() {}, warn() {}, error: (o: unknown) => errors.push(o) } });
-    const res = await request(app).post('/paid').set('X-Wallet-Address', evmAddress());
+    const { app } = make({
+      baseUrl: id.baseUrl,
+      apiKey: 'as_live_' + 'Z'.repeat(43),
+      failOpen: true,
+      logger: { debug() {}, warn() {}, error: (o: unknown) => errors.push(o) },
+    });
+    const res = await request(app)
+      .post('/paid')
+      .set((await provenWallet()).headers);
     expect(res.status).toBe(503);
     expect(res.body).toEqual({
       error: { code: 'api_error', message: "The merchant's identity check is misconfigured." },
       decision: 'deny',
       reasons: ['api_error'],
-      agent_instructions: CONTACT_MERCHANT,
+      agent_instructions: JSON.stringify(CONTACT_MERCHANT),
     });
     expect(errors).toEqual([{ status: 401, code: 'signup_required' }]);
   });

@@ -1,14 +1,8 @@
-// The MPP payment-handler config (spec "Payment handler config"): builder, joi validator, and the
+// The MPP payment-handler config: builder, joi validator, and the
 // `/.well-known/ucp` profile route.
 import express from 'express';
 import request from 'supertest';
-import {
-  buildMerchantProfile,
-  buildMppHandlerConfig,
-  mppHandlerId,
-  validateMerchantProfile,
-  validateMppHandlerConfig,
-} from '../../shared/paymentHandler';
+import { buildMerchantProfile, buildMppHandlerConfig, mppHandlerId, validateMerchantProfile, validateMppHandlerConfig } from '../../shared/paymentHandler';
 import { ucpProfile } from '../../middleware';
 
 const TEMPO_RECIPIENT = '0x209693Bc6afc0C5328bA36FaF03C514EF312287C';
@@ -17,7 +11,11 @@ const SOL_RECIPIENT = '7xiCBraX4QcQPFKgSdZzuNHBM3aaxvTvx4Byt2DtcNaz';
 describe('MPP handler config', () => {
   it('fills in the Tempo chain ids and keeps extra properties at every level', () => {
     const config = buildMppHandlerConfig(
-      [{ network: 'tempo-mainnet', recipient: TEMPO_RECIPIENT, extra: { currency: 'USDC' } }, { network: 'tempo-testnet' }, { network: 'mpp-solana-devnet', recipient: SOL_RECIPIENT }],
+      [
+        { network: 'tempo-mainnet', recipient: TEMPO_RECIPIENT, extra: { currency: 'USDC' } },
+        { network: 'tempo-testnet' },
+        { network: 'mpp-solana-devnet', recipient: SOL_RECIPIENT },
+      ],
       { settlement: 'instant' },
     );
     expect(config).toEqual({
@@ -38,7 +36,10 @@ describe('MPP handler config', () => {
     [{ networks: [{ network: 'tempo-testnet', chain_id: '42431' }] }, 'networks.0.chain_id must be a number'],
     [{ networks: [{ network: 'mpp-solana-mainnet', chain_id: 1 }] }, 'networks.0.chain_id is not allowed'],
     [{ networks: [{ network: 'tempo-mainnet', recipient: SOL_RECIPIENT }] }, 'networks.0.recipient must be a 0x-prefixed 40-hex address on a Tempo network'],
-    [{ networks: [{ network: 'mpp-solana-mainnet', recipient: TEMPO_RECIPIENT }] }, 'networks.0.recipient must be a base58 address of 32 to 44 characters on a Solana network'],
+    [
+      { networks: [{ network: 'mpp-solana-mainnet', recipient: TEMPO_RECIPIENT }] },
+      'networks.0.recipient must be a base58 address of 32 to 44 characters on a Solana network',
+    ],
   ])('rejects %j naming the field', (config, message) => {
     const out = validateMppHandlerConfig(config);
     expect(out.ok).toBe(false);
@@ -46,13 +47,21 @@ describe('MPP handler config', () => {
   });
 
   it('accepts a minimal config and unknown properties', () => {
-    expect(validateMppHandlerConfig({ networks: [{ network: 'tempo-testnet', memo: true }], x: 1 })).toEqual({ ok: true, value: { networks: [{ network: 'tempo-testnet', memo: true }], x: 1 } });
+    expect(validateMppHandlerConfig({ networks: [{ network: 'tempo-testnet', memo: true }], x: 1 })).toEqual({
+      ok: true,
+      value: { networks: [{ network: 'tempo-testnet', memo: true }], x: 1 },
+    });
   });
 
   it('builds com.<vendor>.payment.mpp ids and refuses ones that are not reverse-DNS', () => {
     expect(mppHandlerId('acme')).toBe('com.acme.payment.mpp');
     expect(() => mppHandlerId('Acme Inc')).toThrow('vendor "Acme Inc" does not form a reverse-DNS handler id');
-    const bad = validateMerchantProfile({ ucp: { version: '2026-01-11', payment_handlers: { 'Com.Acme': [{ id: 'x', version: '2026-01-11', config: { networks: [{ network: 'tempo-testnet' }] } }] } } });
+    const bad = validateMerchantProfile({
+      ucp: {
+        version: '2026-01-11',
+        payment_handlers: { 'Com.Acme': [{ id: 'x', version: '2026-01-11', config: { networks: [{ network: 'tempo-testnet' }] } }] },
+      },
+    });
     expect(bad.ok).toBe(false);
   });
 });
@@ -72,7 +81,12 @@ describe('/.well-known/ucp', () => {
         version: '2026-01-11',
         payment_handlers: {
           'com.kya.payment.mpp': [
-            { id: 'com.kya.payment.mpp', version: '2026-01-11', spec: 'https://kya.dev/ucp/mpp', config: { networks: [{ network: 'tempo-mainnet', chain_id: 4217, recipient: TEMPO_RECIPIENT }] } },
+            {
+              id: 'com.kya.payment.mpp',
+              version: '2026-01-11',
+              spec: 'https://kya.dev/ucp/mpp',
+              config: { networks: [{ network: 'tempo-mainnet', chain_id: 4217, recipient: TEMPO_RECIPIENT }] },
+            },
           ],
         },
       },
@@ -87,6 +101,8 @@ describe('/.well-known/ucp', () => {
   });
 
   it('throws at mount time for an invalid profile', () => {
-    expect(() => ucpProfile({ networks: [{ network: 'tempo-mainnet', chainId: 1 }] })).toThrow('Invalid MPP payment handler config: networks.0.chain_id must be [4217]');
+    expect(() => ucpProfile({ networks: [{ network: 'tempo-mainnet', chainId: 1 }] })).toThrow(
+      'Invalid MPP payment handler config: networks.0.chain_id must be [4217]',
+    );
   });
 });

@@ -28,7 +28,10 @@ export interface Eip3009 {
 }
 
 /** Signs a TransferWithAuthorization with `wallet` under `domain` (default: USDC on Base Sepolia). */
-export async function signEip3009(wallet: Signer & { address: string }, options: { value?: string; domain?: TypedDataDomain; from?: string } = {}): Promise<Eip3009> {
+export async function signEip3009(
+  wallet: Signer & { address: string },
+  options: { value?: string; domain?: TypedDataDomain; from?: string } = {},
+): Promise<Eip3009> {
   const authorization = {
     from: options.from ?? wallet.address,
     to: PAY_TO,
@@ -46,7 +49,15 @@ export function v2Header(payment: Eip3009, asset: EvmAssetDomain = USDC_BASE_SEP
   return b64({
     x402Version: 2,
     resource: { url: 'http://shop.test/paid', description: 'paid thing', mimeType: 'application/json' },
-    accepted: { scheme: 'exact', network: asset.network, asset: asset.asset, amount: payment.authorization.value, payTo: PAY_TO, maxTimeoutSeconds: 60, extra: { name: asset.name, version: asset.version } },
+    accepted: {
+      scheme: 'exact',
+      network: asset.network,
+      asset: asset.asset,
+      amount: payment.authorization.value,
+      payTo: PAY_TO,
+      maxTimeoutSeconds: 60,
+      extra: { name: asset.name, version: asset.version },
+    },
     payload: { signature: payment.signature, authorization: payment.authorization },
   });
 }
@@ -81,7 +92,9 @@ export interface SolanaTransfer {
  * A partially signed Solana transfer as x402 "exact" clients send it: fee payer (the facilitator) unsigned at
  * index 0, the owner signing at index 1, one SPL TransferChecked (source, mint, destination, owner).
  */
-export function solanaTransfer(options: { owner?: nacl.SignKeyPair; signer?: nacl.SignKeyPair; amount?: bigint; version?: 'legacy' | 'v0'; tamper?: (message: Uint8Array) => void } = {}): SolanaTransfer {
+export function solanaTransfer(
+  options: { owner?: nacl.SignKeyPair; signer?: nacl.SignKeyPair; amount?: bigint; version?: 'legacy' | 'v0'; tamper?: (message: Uint8Array) => void } = {},
+): SolanaTransfer {
   const owner = options.owner ?? nacl.sign.keyPair();
   const feePayer = nacl.sign.keyPair().publicKey;
   const source = nacl.sign.keyPair().publicKey;
@@ -111,13 +124,27 @@ export function solanaTransfer(options: { owner?: nacl.SignKeyPair; signer?: nac
 export function solanaV2Header(transfer: SolanaTransfer, network = SOLANA_MAINNET): string {
   return b64({
     x402Version: 2,
-    accepted: { scheme: 'exact', network, asset: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v', amount: '10000', payTo: bs58.encode(nacl.sign.keyPair().publicKey), maxTimeoutSeconds: 60 },
+    accepted: {
+      scheme: 'exact',
+      network,
+      asset: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v',
+      amount: '10000',
+      payTo: bs58.encode(nacl.sign.keyPair().publicKey),
+      maxTimeoutSeconds: 60,
+    },
     payload: { transaction: transfer.transaction },
   });
 }
 
 /** `Authorization: Payment <base64url JSON>` credential. */
 export function mppAuthorization(credential: { challenge?: Record<string, unknown>; payload?: unknown; source?: string }): string {
-  const challenge = credential.challenge ?? { id: 'ch_' + crypto.randomBytes(8).toString('hex'), realm: 'shop.test', method: 'tempo', intent: 'charge', expires: new Date(Date.now() + 60000).toISOString(), request: 'e30' };
+  const challenge = credential.challenge ?? {
+    id: 'ch_' + crypto.randomBytes(8).toString('hex'),
+    realm: 'shop.test',
+    method: 'tempo',
+    intent: 'charge',
+    expires: new Date(Date.now() + 60000).toISOString(),
+    request: 'e30',
+  };
   return `Payment ${b64url({ ...credential, challenge })}`;
 }

@@ -37,7 +37,10 @@ describe('x402 EVM (EIP-3009) signer recovery', () => {
   it('recovers the signer of a v1 X-PAYMENT using the merchant domain for the named network', async () => {
     const payment = await signEip3009(wallet, { domain: domainOf(USDC_BASE) });
     const out = extract({ 'x-payment': v1Header(payment, 'base') });
-    expect(out).toMatchObject({ kind: 'signer', signer: { header: 'x-payment', paymentNetwork: 'eip155:8453', address: wallet.address.toLowerCase(), verified: true } });
+    expect(out).toMatchObject({
+      kind: 'signer',
+      signer: { header: 'x-payment', paymentNetwork: 'eip155:8453', address: wallet.address.toLowerCase(), verified: true },
+    });
   });
 
   it('rejects a tampered amount as payment_signature_invalid', async () => {
@@ -98,7 +101,17 @@ describe('x402 EVM (EIP-3009) signer recovery', () => {
     ['a JSON array', b64([1, 2])],
     ['an unknown version', b64({ x402Version: 7 })],
     ['a missing payload', b64({ x402Version: 2, accepted: { scheme: 'exact', network: 'eip155:84532', asset: USDC_BASE_SEPOLIA.asset } })],
-    ['a non-numeric value', b64({ x402Version: 2, accepted: { scheme: 'exact', network: 'eip155:84532' }, payload: { signature: '0x' + '11'.repeat(65), authorization: { from: wallet.address, to: wallet.address, value: '1e5', validAfter: '0', validBefore: '1', nonce: '0x' + '00'.repeat(32) } } })],
+    [
+      'a non-numeric value',
+      b64({
+        x402Version: 2,
+        accepted: { scheme: 'exact', network: 'eip155:84532' },
+        payload: {
+          signature: '0x' + '11'.repeat(65),
+          authorization: { from: wallet.address, to: wallet.address, value: '1e5', validAfter: '0', validBefore: '1', nonce: '0x' + '00'.repeat(32) },
+        },
+      }),
+    ],
   ])('reports %s as payment_header_malformed without throwing', (_label, value) => {
     expect(extract({ 'payment-signature': value })).toMatchObject({ kind: 'invalid', code: 'payment_header_malformed', header: 'PAYMENT-SIGNATURE' });
   });
@@ -114,7 +127,10 @@ describe('x402 Solana exact signer recovery', () => {
   it('takes the TransferChecked owner whose ed25519 signature verifies (legacy message)', () => {
     const transfer = solanaTransfer();
     const out = extract({ 'payment-signature': solanaV2Header(transfer) });
-    expect(out).toMatchObject({ kind: 'signer', signer: { network: 'solana', address: transfer.ownerAddress, verified: true, proof: 'solana_ed25519', paymentNetwork: SOLANA_MAINNET } });
+    expect(out).toMatchObject({
+      kind: 'signer',
+      signer: { network: 'solana', address: transfer.ownerAddress, verified: true, proof: 'solana_ed25519', paymentNetwork: SOLANA_MAINNET },
+    });
   });
 
   it('keeps the base58 owner verbatim (case-sensitive) for a v0 message', () => {
@@ -124,7 +140,11 @@ describe('x402 Solana exact signer recovery', () => {
   });
 
   it('rejects a transaction whose amount was changed after signing', () => {
-    const transfer = solanaTransfer({ tamper: (m) => { m[m.length - 5] ^= 0xff; } });
+    const transfer = solanaTransfer({
+      tamper: (m) => {
+        m[m.length - 5] ^= 0xff;
+      },
+    });
     expect(extract({ 'payment-signature': solanaV2Header(transfer) })).toMatchObject({ kind: 'invalid', code: 'payment_signature_invalid' });
   });
 
@@ -142,24 +162,49 @@ describe('x402 Solana exact signer recovery', () => {
 
 describe('MPP Authorization: Payment', () => {
   it('takes the source DID as an unconfirmed claim when the payload cannot confirm it', () => {
-    const out = extract({ authorization: mppAuthorization({ source: `did:pkh:eip155:4217:${wallet.address}`, payload: { type: 'hash', hash: '0x' + '12'.repeat(32) } }) });
-    expect(out).toMatchObject({ kind: 'signer', signer: { rail: 'mpp', scheme: 'tempo', network: 'evm', paymentNetwork: 'eip155:4217', address: wallet.address.toLowerCase(), verified: false, proof: 'mpp_source_claim' } });
+    const out = extract({
+      authorization: mppAuthorization({ source: `did:pkh:eip155:4217:${wallet.address}`, payload: { type: 'hash', hash: '0x' + '12'.repeat(32) } }),
+    });
+    expect(out).toMatchObject({
+      kind: 'signer',
+      signer: {
+        rail: 'mpp',
+        scheme: 'tempo',
+        network: 'evm',
+        paymentNetwork: 'eip155:4217',
+        address: wallet.address.toLowerCase(),
+        verified: false,
+        proof: 'mpp_source_claim',
+      },
+    });
   });
 
   it('confirms the source with the sender of a signed EVM transaction in the payload', async () => {
-    const signed = await wallet.signTransaction(Transaction.from({ to: other.address, value: 1n, chainId: 4217n, nonce: 0, gasLimit: 21000n, maxFeePerGas: 1n, maxPriorityFeePerGas: 1n, type: 2 }));
-    const ok = extract({ authorization: mppAuthorization({ source: `did:pkh:eip155:4217:${wallet.address}`, payload: { type: 'transaction', signature: signed } }) });
+    const signed = await wallet.signTransaction(
+      Transaction.from({ to: other.address, value: 1n, chainId: 4217n, nonce: 0, gasLimit: 21000n, maxFeePerGas: 1n, maxPriorityFeePerGas: 1n, type: 2 }),
+    );
+    const ok = extract({
+      authorization: mppAuthorization({ source: `did:pkh:eip155:4217:${wallet.address}`, payload: { type: 'transaction', signature: signed } }),
+    });
     expect(ok).toMatchObject({ kind: 'signer', signer: { address: wallet.address.toLowerCase(), verified: true, proof: 'mpp_evm_transaction' } });
-    const forged = extract({ authorization: mppAuthorization({ source: `did:pkh:eip155:4217:${other.address}`, payload: { type: 'transaction', signature: signed } }) });
+    const forged = extract({
+      authorization: mppAuthorization({ source: `did:pkh:eip155:4217:${other.address}`, payload: { type: 'transaction', signature: signed } }),
+    });
     expect(forged).toMatchObject({ kind: 'invalid', code: 'payment_signature_invalid', header: 'Authorization' });
   });
 
   it('confirms a Solana source with the signed transfer in the payload', () => {
     const transfer = solanaTransfer();
     const source = `did:pkh:solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp:${transfer.ownerAddress}`;
-    expect(extract({ authorization: mppAuthorization({ source, payload: { transaction: transfer.transaction } }) })).toMatchObject({ kind: 'signer', signer: { network: 'solana', address: transfer.ownerAddress, verified: true } });
+    expect(extract({ authorization: mppAuthorization({ source, payload: { transaction: transfer.transaction } }) })).toMatchObject({
+      kind: 'signer',
+      signer: { network: 'solana', address: transfer.ownerAddress, verified: true },
+    });
     const wrong = `did:pkh:solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp:${bs58.encode(nacl.sign.keyPair().publicKey)}`;
-    expect(extract({ authorization: mppAuthorization({ source: wrong, payload: { transaction: transfer.transaction } }) })).toMatchObject({ kind: 'invalid', code: 'payment_signature_invalid' });
+    expect(extract({ authorization: mppAuthorization({ source: wrong, payload: { transaction: transfer.transaction } }) })).toMatchObject({
+      kind: 'invalid',
+      code: 'payment_signature_invalid',
+    });
   });
 
   it('gives signer.address null for a card / shared-payment-token rail', () => {
@@ -168,7 +213,10 @@ describe('MPP Authorization: Payment', () => {
   });
 
   it('reports a source that is not a did:pkh as malformed, and undecodable credentials too', () => {
-    expect(extract({ authorization: mppAuthorization({ source: 'did:web:example.com' }) })).toMatchObject({ kind: 'invalid', code: 'payment_header_malformed' });
+    expect(extract({ authorization: mppAuthorization({ source: 'did:web:example.com' }) })).toMatchObject({
+      kind: 'invalid',
+      code: 'payment_header_malformed',
+    });
     expect(extract({ authorization: 'Payment %%%' })).toMatchObject({ kind: 'invalid', code: 'payment_header_malformed' });
     expect(extract({ authorization: `Payment ${b64url({ payload: {} })}` })).toMatchObject({ kind: 'invalid', code: 'payment_header_malformed' });
   });
@@ -180,7 +228,9 @@ describe('MPP Authorization: Payment', () => {
 
 describe('signer configuration', () => {
   it('names the bad entry when an asset domain is misconfigured', () => {
-    expect(() => buildSignerConfig([{ ...USDC_BASE, network: 'base' }])).toThrow('x402Assets[0].network must be a CAIP-2 EVM network such as "eip155:8453" (got "base")');
+    expect(() => buildSignerConfig([{ ...USDC_BASE, network: 'base' }])).toThrow(
+      'x402Assets[0].network must be a CAIP-2 EVM network such as "eip155:8453" (got "base")',
+    );
     expect(() => buildSignerConfig([{ ...USDC_BASE, asset: '0x12' }])).toThrow('x402Assets[0].asset must be a 0x-prefixed 40-hex token address');
   });
 });

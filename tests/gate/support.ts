@@ -15,6 +15,7 @@ export interface IdentityServer {
   apiKey: string;
   merchantId: string;
   /** Every request the server received: path and parsed JSON body. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- received JSON; tests assert its shape
   calls: Array<{ path: string; body: any }>;
   count(path: string): number;
   close(): Promise<void>;
@@ -30,23 +31,30 @@ const tempFiles = new Set<string>();
 export function sanctionsFile(addresses: string[]): string {
   if (addresses.length === 0) addresses = ['0x000000000000000000000000000000000000dead'];
   const file = path.join(os.tmpdir(), `kya-gate-sanctions-${process.pid}-${Date.now()}.json`);
-  fs.writeFileSync(file, JSON.stringify({ published_at: '2025-01-01', entries: addresses.map((address) => ({ address, label: 'ETH', sdn_uid: '4242', listed_at: '2025-01-01' })) }));
+  fs.writeFileSync(
+    file,
+    JSON.stringify({ published_at: '2025-01-01', entries: addresses.map((address) => ({ address, label: 'ETH', sdn_uid: '4242', listed_at: '2025-01-01' })) }),
+  );
   tempFiles.add(file);
   return file;
 }
 
 /** `merchant: false` skips creating the merchant account (a server whose database is down cannot). */
-export async function startIdentityServer(options: { env?: Record<string, string>; tier?: 'free' | 'paid' | 'enterprise'; quota?: number; merchant?: false } = {}): Promise<IdentityServer> {
+export async function startIdentityServer(
+  options: { env?: Record<string, string>; tier?: 'free' | 'paid' | 'enterprise'; quota?: number; merchant?: false } = {},
+): Promise<IdentityServer> {
   const h = await createHarness({ env: options.env });
   const { apiKey, accountId } =
-    options.merchant === false ? { apiKey: 'as_live_' + 'N'.repeat(43), accountId: '' } : await createMerchant(h.deps, { tier: options.tier ?? 'enterprise', quota: options.quota });
+    options.merchant === false
+      ? { apiKey: 'as_live_' + 'N'.repeat(43), accountId: '' }
+      : await createMerchant(h.deps, { tier: options.tier ?? 'enterprise', quota: options.quota });
   const calls: IdentityServer['calls'] = [];
   // The gate always sends JSON; parsing it here first lets the test see each body (the app's own parser
   // skips an already-parsed body).
   const outer = express();
   outer.use(express.json());
   outer.use((req, _res, next) => {
-    calls.push({ path: req.path, body: req.body });
+    calls.push({ path: req.path, body: req.body as unknown });
     next();
   });
   outer.use(h.app);
@@ -76,6 +84,7 @@ export interface Shop {
   app: express.Express;
   gate: Gate;
   /** getGateResult(req) as seen by the protected handler of each request, in order. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- whatever the handler saw; tests assert its shape
   seen: any[];
 }
 
@@ -86,7 +95,7 @@ export interface Shop {
 export function shop(options: GateOptions<Request, Response>): Shop {
   const gate = createGate(options);
   const app = express();
-  const seen: any[] = [];
+  const seen: Shop['seen'] = [];
   app.use(express.json());
   app.post('/paid', gate, (req, res) => {
     const result = getGateResult(req);
@@ -106,13 +115,4 @@ export function shop(options: GateOptions<Request, Response>): Shop {
   return { app, gate, seen };
 }
 
-/** Polls until `check` returns a truthy value (fire-and-forget effects), or fails after `ms`. */
-export async function eventually<T>(check: () => Promise<T | null | undefined | false>, ms = 3000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+export { eventually } from '../support/eventually';
