@@ -7,7 +7,7 @@ import { hmacSha256, randomBase62, safeEqual } from '../crypto';
 export const CSRF_COOKIE = 'kya_verify_csrf';
 const COOKIE_RE = /^[0-9A-Za-z]{20,64}$/;
 
-function readCookie(req: Request, name: string): string | null {
+export function readCookie(req: Request, name: string): string | null {
   const header = req.headers.cookie;
   if (!header) return null;
   for (const part of header.split(';')) {
@@ -22,11 +22,11 @@ export function csrfToken(secret: string, sessionId: string, cookie: string): st
 }
 
 /** The browser's CSRF cookie, set now when missing; returns the form token for this session. */
-export function issueCsrf(req: Request, res: Response, secret: string, sessionId: string, secure: boolean): string {
+export function issueCsrf(req: Request, res: Response, secret: string, sessionId: string, secure: boolean, path = '/verify'): string {
   let cookie = readCookie(req, CSRF_COOKIE);
   if (!cookie || !COOKIE_RE.test(cookie)) {
     cookie = randomBase62(24);
-    res.append('Set-Cookie', `${CSRF_COOKIE}=${cookie}; Path=/verify; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`);
+    res.append('Set-Cookie', `${CSRF_COOKIE}=${cookie}; Path=${path}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`);
     // Make the cookie visible to this same request's rendering.
     req.headers.cookie = `${req.headers.cookie ? req.headers.cookie + '; ' : ''}${CSRF_COOKIE}=${cookie}`;
   }

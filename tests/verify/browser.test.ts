@@ -4,16 +4,15 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { launchChromium, servedHarness } from '../support/browser';
 import { Wallet } from 'ethers';
-import { createHarness, createMerchant, resetTables, type Harness } from '../support/harness';
+import { createMerchant, resetTables, type Harness } from '../support/harness';
 import { SCREENING_ENV, SESSION_TABLES } from '../sessions/support';
 
 jest.setTimeout(90_000);
 
 const OUT = path.resolve(__dirname, '../../test-output/verify');
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 describe('verify page in headless Chromium', () => {
   let h: Harness;
@@ -24,13 +23,8 @@ describe('verify page in headless Chromium', () => {
 
   beforeAll(async () => {
     fs.mkdirSync(OUT, { recursive: true });
-    let app: http.RequestListener | null = null;
-    server = http.createServer((req, res) => app!(req, res));
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    h = await createHarness({ env: { ...SCREENING_ENV, PUBLIC_BASE_URL: base } });
-    app = h.app as unknown as http.RequestListener;
-    browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
+    ({ h, base, server } = await servedHarness(SCREENING_ENV));
+    browser = await launchChromium();
   });
   beforeEach(async () => {
     await resetTables(h.deps, SESSION_TABLES);
@@ -43,7 +37,11 @@ describe('verify page in headless Chromium', () => {
   });
 
   async function api(method: string, url: string, headers: Record<string, string>, body?: unknown) {
-    const res = await fetch(`${base}${url}`, { method, headers: { 'Content-Type': 'application/json', ...headers }, body: body ? JSON.stringify(body) : undefined });
+    const res = await fetch(`${base}${url}`, {
+      method,
+      headers: { 'Content-Type': 'application/json', ...headers },
+      body: body ? JSON.stringify(body) : undefined,
+    });
     return { status: res.status, body: (await res.json()) as Record<string, any> };
   }
 
@@ -107,6 +105,76 @@ describe('verify page in headless Chromium', () => {
     expect(await h.deps.db('operator_wallets').where({ account_id: op.id, address: wallet.address.toLowerCase() })).toHaveLength(1);
     expect(dialogs).toEqual([]);
     await context.close();
+  });
+
+  it('lets only the browser that verified link a wallet: a second browser with the same URL is refused', async () => {
+    const s = await newSession('Premium plan');
+    const verifier = await browser.newContext({ javaScriptEnabled: false });
+    const other = await browser.newContext(); // the merchant, or whoever else got hold of the link
+    const mine = await verifier.newPage();
+    const theirs = await other.newPage();
+
+    // The other browser opens the link while it is pending, so it holds a valid CSRF cookie + token.
+    await theirs.goto(s.verify_url);
+    const theirCsrf = await theirs.locator('input[name="csrf"]').first().inputValue();
+
+    await mine.goto(s.verify_url);
+    await fillIdentity(mine, { name: 'Alice Example', dob: '1990-04-12', country: 'DE', doc: 'P1234567' });
+    await mine.getByRole('button', { name: 'Verify identity' }).click();
+    await mine.locator('#status-verified').waitFor();
+    const message = await mine.getByLabel('Message to sign').inputValue();
+    const challengeId = await mine.locator('input[name="challenge_id"]').inputValue();
+    const wallet = Wallet.createRandom();
+    const signature = await wallet.signMessage(message);
+
+    await theirs.goto(s.verify_url);
+    await theirs.locator('#status-verified').waitFor();
+    expect(await theirs.getByLabel('Message to sign').count()).toBe(0);
+    await expect(theirs.locator('#wallet-other-browser').textContent()).resolves.toContain('only be linked from the browser that completed the identity check');
+    await theirs.screenshot({ path: path.join(OUT, '20-other-browser.png'), fullPage: true });
+
+    // Even with the verifier's challenge and a valid signature, the other browser's claim is refused.
+    const [refused] = await Promise.all([
+      theirs.waitForResponse((r) => r.url().endsWith(`/verify/${s.session_id}/wallet`)),
+      theirs.evaluate(
+        ({ action, fields }) => {
+          const document = (globalThis as any).document;
+          const form = document.createElement('form');
+          form.method = 'post';
+          form.action = action;
+          for (const [name, value] of Object.entries(fields)) {
+            const input = document.createElement('input');
+            input.type = 'hidden';
+            input.name = name;
+            input.value = value;
+            form.appendChild(input);
+          }
+          document.body.appendChild(form);
+          form.submit();
+        },
+        {
+          action: `/verify/${s.session_id}/wallet`,
+          fields: { csrf: theirCsrf, challenge_id: challengeId, network: 'evm', address: wallet.address, signature },
+        },
+      ),
+    ]);
+    expect(refused.status()).toBe(403);
+    await theirs.locator('#claim-refused').waitFor();
+    await expect(theirs.locator('#claim-refused').textContent()).resolves.toBe('This browser cannot link a wallet');
+    await theirs.screenshot({ path: path.join(OUT, '21-other-browser-refused.png'), fullPage: true });
+    expect(await h.deps.db('operator_wallets')).toHaveLength(0);
+
+    // The verifying browser links the same wallet with the same signature.
+    await mine.getByLabel('Wallet address').fill(wallet.address);
+    await mine.getByLabel('Signature').fill(signature);
+    await mine.getByRole('button', { name: 'Link wallet' }).click();
+    await mine.locator('#wallet-linked').waitFor();
+    const session = await h.deps.db('sessions').where({ id: s.session_id }).first();
+    expect(await h.deps.db('operator_wallets')).toEqual([
+      expect.objectContaining({ account_id: session.operator_account_id, address: wallet.address.toLowerCase() }),
+    ]);
+    await verifier.close();
+    await other.close();
   });
 
   it('shows the failed outcome and the agent sees verification_failed', async () => {

@@ -2,7 +2,7 @@ import request from 'supertest';
 import { Wallet } from 'ethers';
 import { createHarness, createMerchant, resetTables, TestClock, type Harness } from '../support/harness';
 import { createSession, poll, SCREENING_ENV, SESSION_TABLES } from '../sessions/support';
-import { challengeFrom, csrfFrom } from './support';
+import { challengeFrom, claimCookieFrom, csrfFrom } from './support';
 
 describe('the verify page (server-rendered)', () => {
   let h: Harness;
@@ -24,8 +24,28 @@ describe('the verify page (server-rendered)', () => {
   async function submit(sessionId: string, path: string, fields: Record<string, string>) {
     const page = await request(h.app).get(`/verify/${sessionId}`);
     const { cookie, token } = csrfFrom(page);
-    return request(h.app).post(`/verify/${sessionId}/${path}`).set('Cookie', cookie).type('form').send({ csrf: token, ...fields });
+    return request(h.app)
+      .post(`/verify/${sessionId}/${path}`)
+      .set('Cookie', cookie)
+      .type('form')
+      .send({ csrf: token, ...fields });
   }
+
+  it("shows the merchant's logo and support email from its settings, and a letter placeholder without a logo", async () => {
+    const plain = await request(h.app).get(`/verify/${(await createSession(h, apiKey)).session_id}`);
+    expect(plain.text).not.toContain('id="merchant-logo"');
+    expect(plain.text).toContain('<span class="logo" aria-hidden="true">A</span>');
+    await h.deps
+      .db('accounts')
+      .where({ kind: 'merchant' })
+      .update({ logo_url: 'https://cdn.example.com/acme.png?size=88&v="2"', support_email: 'help@acme.example' });
+    const res = await request(h.app).get(`/verify/${(await createSession(h, apiKey)).session_id}`);
+    expect(res.text).toContain(
+      '<img class="logo" id="merchant-logo" src="https://cdn.example.com/acme.png?size=88&amp;v=&quot;2&quot;" alt="" width="44" height="44">',
+    );
+    expect(res.text).toContain('<a href="mailto:help@acme.example">help@acme.example</a>');
+    expect(res.headers['content-security-policy']).toContain("img-src 'self' data: https:;");
+  });
 
   it('shows the merchant display name and product name, escaped, with labelled fields and a strict CSP', async () => {
     const s = await createSession(h, apiKey, { product_name: '<script>alert("x")</script>' });
@@ -54,7 +74,11 @@ describe('the verify page (server-rendered)', () => {
     expect(noToken.status).toBe(403);
     const page = await request(h.app).get(`/verify/${other.session_id}`);
     const { cookie, token } = csrfFrom(page);
-    const crossSession = await request(h.app).post(`/verify/${s.session_id}/identity`).set('Cookie', cookie).type('form').send({ csrf: token, ...identity });
+    const crossSession = await request(h.app)
+      .post(`/verify/${s.session_id}/identity`)
+      .set('Cookie', cookie)
+      .type('form')
+      .send({ csrf: token, ...identity });
     expect(crossSession.status).toBe(403);
     expect((await h.deps.db('sessions').where({ id: s.session_id }).first()).status).toBe('pending');
   });
@@ -72,14 +96,21 @@ describe('the verify page (server-rendered)', () => {
     const submitted = await submit(s.session_id, 'identity', identity);
     expect(submitted.status).toBe(303);
     expect(submitted.headers.location).toBe(`/verify/${s.session_id}`);
-    const page = await request(h.app).get(`/verify/${s.session_id}`);
+    const claimCookie = claimCookieFrom(submitted)!;
+    expect(([] as string[]).concat(submitted.headers['set-cookie']).find((c) => c.startsWith('kya_verify_claim='))).toMatch(
+      new RegExp(`^kya_verify_claim=[0-9A-Za-z]{40,}; Path=/verify/${s.session_id}; Max-Age=3600; HttpOnly; SameSite=Strict$`),
+    );
+    const page = await request(h.app).get(`/verify/${s.session_id}`).set('Cookie', claimCookie);
     expect(page.text).toContain('id="status-verified"');
     const wallet = Wallet.createRandom();
     const challenge = challengeFrom(page.text);
     const { cookie, token } = csrfFrom(page);
     const signature = await wallet.signMessage(challenge.message);
     const claim = (sig: string) =>
-      request(h.app).post(`/verify/${s.session_id}/wallet`).set('Cookie', cookie).type('form')
+      request(h.app)
+        .post(`/verify/${s.session_id}/wallet`)
+        .set('Cookie', `${cookie}; ${claimCookie}`)
+        .type('form')
         .send({ csrf: token, challenge_id: challenge.id, network: 'evm', address: wallet.address, signature: sig });
     const linked = await claim(signature);
     expect(linked.status).toBe(303);
@@ -89,6 +120,65 @@ describe('the verify page (server-rendered)', () => {
     expect(replay.status).toBe(400);
     expect(replay.text).toContain('This challenge was already used');
     expect((await poll(h, s.session_id, s.poll_secret)).body.status).toBe('verified');
+  });
+
+  it('lets only the browser that completed the identity step link a wallet, and only until the session expires', async () => {
+    const s = await createSession(h, apiKey);
+    const wallet = Wallet.createRandom();
+    const stranger = async () => {
+      const page = await request(h.app).get(`/verify/${s.session_id}`);
+      return { page, ...csrfFrom(page) };
+    };
+    const post = (cookie: string, token: string, challengeId: string, signature: string) =>
+      request(h.app)
+        .post(`/verify/${s.session_id}/wallet`)
+        .set('Cookie', cookie)
+        .type('form')
+        .send({ csrf: token, challenge_id: challengeId, network: 'evm', address: wallet.address, signature });
+
+    // Before the identity step nobody can claim, not even with a well-formed form.
+    const early = await stranger();
+    expect(early.page.text).not.toContain('id="challenge-message"');
+    const tooEarly = await post(early.cookie, early.token, '00000000-0000-4000-8000-000000000000', '0x' + '1'.repeat(130));
+    expect(tooEarly.status).toBe(403);
+    expect(tooEarly.text).toContain('Wallet linking is closed');
+
+    const submitted = await submit(s.session_id, 'identity', identity);
+    const claimCookie = claimCookieFrom(submitted)!;
+    const mine = await request(h.app).get(`/verify/${s.session_id}`).set('Cookie', claimCookie);
+    const challenge = challengeFrom(mine.text);
+    const signature = await wallet.signMessage(challenge.message);
+
+    // The merchant (or anyone else with the link, holding a CSRF pair from opening it earlier): sees the outcome,
+    // no wallet form, and is refused with a 403 page even with the right challenge and a valid signature.
+    const other = await request(h.app).get(`/verify/${s.session_id}`).set('Cookie', early.cookie);
+    expect(other.status).toBe(200);
+    expect(other.text).toContain('id="status-verified"');
+    expect(other.text).not.toContain('id="challenge-message"');
+    expect(other.text).toContain('id="wallet-other-browser"');
+    for (const cookie of [early.cookie, `${early.cookie}; kya_verify_claim=${'A'.repeat(43)}`]) {
+      const refused = await post(cookie, early.token, challenge.id, signature);
+      expect(refused.status).toBe(403);
+      expect(refused.headers['content-type']).toMatch(/^text\/html/);
+      expect(refused.text).toContain('This browser cannot link a wallet');
+      expect(refused.text).toContain('Wallets can only be linked from the browser that completed the identity check');
+    }
+    expect(await h.deps.db('operator_wallets')).toHaveLength(0);
+
+    // The verifying browser can; once the session has expired it cannot any more.
+    const csrf = csrfFrom(mine);
+    expect((await post(`${csrf.cookie}; ${claimCookie}`, csrf.token, challenge.id, signature)).status).toBe(303);
+    expect(await h.deps.db('operator_wallets')).toHaveLength(1);
+    clock.advance(3600_000);
+    const next = Wallet.createRandom();
+    const late = await request(h.app)
+      .post(`/verify/${s.session_id}/wallet`)
+      .set('Cookie', `${csrf.cookie}; ${claimCookie}`)
+      .type('form')
+      .send({ csrf: csrf.token, challenge_id: challenge.id, network: 'evm', address: next.address, signature: await next.signMessage(challenge.message) });
+    expect(late.status).toBe(403);
+    expect(late.text).toContain('Wallet linking is closed');
+    expect((await request(h.app).get(`/verify/${s.session_id}`).set('Cookie', claimCookie)).text).not.toContain('id="challenge-message"');
   });
 
   it('shows a clear page for failed and flagged outcomes', async () => {
@@ -108,6 +198,7 @@ describe('the verify page (server-rendered)', () => {
     const expired = await request(h.app).get(`/verify/${s.session_id}`);
     expect(expired.status).toBe(410);
     expect(expired.text).toContain('This verification link has expired');
+    expect(expired.text).toContain('Verification links are valid for one hour.');
     const posted = await request(h.app).post(`/verify/${s.session_id}/identity`).type('form').send(identity);
     expect(posted.status).toBe(410);
     const unknown = await request(h.app).get('/verify/vs_unknown000000000000000000000000');
