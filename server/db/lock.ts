@@ -5,13 +5,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 export class DataDirInUseError extends Error {
-  constructor(readonly dir: string, readonly pid: number) {
+  constructor(
+    readonly dir: string,
+    readonly pid: number,
+  ) {
     super(`The data directory ${dir} is in use by process ${pid} (a running kya server?). Stop it first, or use DATABASE_URL.`);
     this.name = 'DataDirInUseError';
   }
 }
 
-function alive(pid: number): boolean {
+/** Whether a process with this pid exists (possibly another user's). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -45,7 +49,7 @@ export function lockDataDir(dir: string): () => void {
     }
     const holder = Number.parseInt(fs.readFileSync(file, 'utf8'), 10);
     if (holder === process.pid) return release;
-    if (Number.isInteger(holder) && holder > 0 && alive(holder)) throw new DataDirInUseError(dir, holder);
+    if (Number.isInteger(holder) && holder > 0 && processAlive(holder)) throw new DataDirInUseError(dir, holder);
     fs.rmSync(file, { force: true }); // stale: its process is gone
   }
   throw new Error(`Could not lock the data directory ${dir}`);

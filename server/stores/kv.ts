@@ -2,6 +2,7 @@
 // and an in-process one (embedded mode). Keys are namespaced with the configured prefix.
 import { EventEmitter } from 'node:events';
 import type { Redis } from './redis';
+import type { CircuitBreaker } from '../circuit';
 
 export interface KeyValueStore {
   readonly shared: boolean;
@@ -45,29 +46,34 @@ export class RedisKeyValueStore implements KeyValueStore {
   readonly shared = true;
   private readonly scripts: ScriptedRedis;
 
-  constructor(private readonly redis: Redis, private readonly prefix: string) {
+  /** Every command goes through `circuit`: while Redis is out, calls fail at once instead of timing out. */
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly circuit: CircuitBreaker,
+  ) {
     redis.defineCommand('kyaIncr', { numberOfKeys: 1, lua: INCR_SCRIPT });
     redis.defineCommand('kyaIncrIfExists', { numberOfKeys: 1, lua: INCR_IF_EXISTS_SCRIPT });
     this.scripts = redis as unknown as ScriptedRedis;
   }
 
   async get(key: string) {
-    return this.redis.get(this.prefix + key);
+    return this.circuit.run(() => this.redis.get(this.prefix + key));
   }
   async set(key: string, value: string, ttlMs: number, options: { nx?: boolean } = {}) {
     const k = this.prefix + key;
-    const result = options.nx ? await this.redis.set(k, value, 'PX', ttlMs, 'NX') : await this.redis.set(k, value, 'PX', ttlMs);
+    const result = await this.circuit.run(() => (options.nx ? this.redis.set(k, value, 'PX', ttlMs, 'NX') : this.redis.set(k, value, 'PX', ttlMs)));
     return result === 'OK';
   }
   async incr(key: string, ttlMs: number, by = 1) {
-    return Number(await this.scripts.kyaIncr(this.prefix + key, by, ttlMs));
+    return Number(await this.circuit.run(() => this.scripts.kyaIncr(this.prefix + key, by, ttlMs)));
   }
   async incrIfExists(key: string, by = 1) {
-    const v = await this.scripts.kyaIncrIfExists(this.prefix + key, by);
+    const v = await this.circuit.run(() => this.scripts.kyaIncrIfExists(this.prefix + key, by));
     return v === null ? null : Number(v);
   }
   async del(key: string) {
-    await this.redis.del(this.prefix + key);
+    await this.circuit.run(() => this.redis.del(this.prefix + key));
   }
 }
 
@@ -120,7 +126,13 @@ export class MemoryKeyValueStore implements KeyValueStore {
 export class RedisPubSub implements PubSub {
   private readonly handlers = new Map<string, Array<(m: string) => void>>();
   private readonly resubscribed: Array<() => void> = [];
-  constructor(private readonly publisher: Redis, private readonly subscriber: Redis, private readonly prefix: string) {
+  /** Publishing goes through `circuit` (fails at once while Redis is out); subscribing relies on the subscriber's offline queue. */
+  constructor(
+    private readonly publisher: Redis,
+    private readonly subscriber: Redis,
+    private readonly prefix: string,
+    private readonly circuit: CircuitBreaker,
+  ) {
     subscriber.on('message', (channel: string, message: string) => {
       for (const h of this.handlers.get(channel) ?? []) h(message);
     });
@@ -134,7 +146,7 @@ export class RedisPubSub implements PubSub {
     this.resubscribed.push(handler);
   }
   async publish(channel: string, message: string) {
-    await this.publisher.publish(this.prefix + channel, message);
+    await this.circuit.run(() => this.publisher.publish(this.prefix + channel, message));
   }
   async subscribe(channel: string, handler: (m: string) => void) {
     const full = this.prefix + channel;
