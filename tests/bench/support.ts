@@ -21,10 +21,14 @@ export function compiledEntry(tsPath: string): string {
 export function startProcess(entry: string, args: string[], env: Record<string, string>, port: number): Promise<ChildProcess> {
   // BENCH_CPU_PROF=dir writes a V8 CPU profile of each process to that directory (for finding hot spots).
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const child = spawn(process.execPath, [...prof, compiledEntry(entry), ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...prof, compiledEntry(entry), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
+  child.stdout.on('data', (d) => (output += d));
+  child.stderr.on('data', (d) => (output += d));
   return new Promise((resolve, reject) => {
     const deadline = Date.now() + 60_000;
     const poll = async () => {
@@ -35,7 +39,7 @@ export function startProcess(entry: string, args: string[], env: Record<string, 
         /* not up yet */
       }
       if (Date.now() > deadline) return reject(new Error(`${entry} did not start: ${output}`));
-      setTimeout(poll, 200);
+      setTimeout(() => void poll(), 200);
     };
     void poll();
   });
@@ -125,7 +129,9 @@ export async function seedOperators(db: Knex, options: { operators: number; wall
 
 /** A merchant account with one API key (returned in plain text, stored hashed like the server does). */
 export async function createBenchMerchant(db: Knex, account: Record<string, unknown>): Promise<string> {
-  const [merchant] = await db('accounts').insert({ kind: 'merchant', ...account }).returning('id');
+  const [merchant] = await db('accounts')
+    .insert({ kind: 'merchant', ...account })
+    .returning<Array<{ id: string }>>('id');
   const apiKey = newSecret('as_live_', 32);
   await db('api_keys').insert({ account_id: merchant.id, key_hash: sha256Hex(apiKey), prefix: displayPrefix(apiKey) });
   await db.raw('analyze');
