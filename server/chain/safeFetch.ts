@@ -5,12 +5,17 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import ipaddr from 'ipaddr.js';
 
 export interface FetchOptions {
   /** Response bodies larger than this are refused. */
   maxBytes?: number;
   timeoutMs?: number;
   headers?: Record<string, string>;
+  /** Default GET. */
+  method?: 'GET' | 'POST';
+  /** Request body (sent with POST). */
+  body?: string | Buffer;
 }
 
 export interface FetchResult {
@@ -28,38 +33,58 @@ export interface HttpFetcher {
 export type FetchFailure = 'invalid_url' | 'protocol' | 'private_address' | 'dns' | 'timeout' | 'too_large' | 'redirects' | 'network';
 
 export class FetchRefusedError extends Error {
-  constructor(readonly reason: FetchFailure, message: string) {
+  constructor(
+    readonly reason: FetchFailure,
+    message: string,
+  ) {
     super(message);
     this.name = 'FetchRefusedError';
   }
 }
 
-// Special-purpose ranges (RFC 6890 and friends): nothing an agent's public registration file lives on.
-const BLOCKED = new net.BlockList();
-for (const [prefix, bits] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15],
-  ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) BLOCKED.addSubnet(prefix, bits, 'ipv4');
-for (const [prefix, bits] of [
-  ['::', 128], ['::1', 128], ['100::', 64], ['2001:db8::', 32], ['2001::', 23], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
-] as const) BLOCKED.addSubnet(prefix, bits, 'ipv6');
+// Which addresses count as public is ipaddr.js's classification of the IANA special-purpose registries: only
+// its `unicast` (global unicast) range is public. IPv6 forms that carry an IPv4 address (IPv4-mapped, the
+// RFC 6052 and RFC 6145 translation prefixes, 6to4) are judged by that IPv4 address, so a private IPv4 cannot
+// be reached through its IPv6 spelling.
+const LOCAL_USE_NAT64 = ipaddr.parseCIDR('64:ff9b:1::/48'); // RFC 8215: the embedding depends on local config
+// IPv4-compatible ::a.b.c.d (deprecated, never a real destination). Checked with Node's own parser, because
+// ipaddr.js reads `::a.b.c.d` as the IPv4-mapped ::ffff:a.b.c.d.
+const IPV4_COMPATIBLE = new net.BlockList();
+IPV4_COMPATIBLE.addSubnet('::', 96, 'ipv6');
 
-/** True for globally routable unicast addresses only. IPv4-mapped/NAT64 IPv6 forms are judged by their IPv4. */
-export function isPublicAddress(address: string): boolean {
-  const family = net.isIP(address);
-  if (family === 4) return !BLOCKED.check(address, 'ipv4');
-  if (family !== 6) return false;
-  const lower = address.toLowerCase();
-  const embedded = /^(?:::ffff:|64:ff9b::|::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (embedded) return isPublicAddress(embedded[1]);
-  const mappedHex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (mappedHex) {
-    const hi = parseInt(mappedHex[1], 16);
-    const lo = parseInt(mappedHex[2], 16);
-    return isPublicAddress(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`);
+function embeddedIPv4(address: ipaddr.IPv6, from: number): ipaddr.IPv4 {
+  return new ipaddr.IPv4(address.toByteArray().slice(from, from + 4));
+}
+
+function isPublicParsed(address: ipaddr.IPv4 | ipaddr.IPv6): boolean {
+  if (address.kind() === 'ipv4') return address.range() === 'unicast';
+  const v6 = address as ipaddr.IPv6;
+  if (v6.match(LOCAL_USE_NAT64)) return false;
+  switch (v6.range()) {
+    case 'unicast':
+      return true;
+    case 'ipv4Mapped': // ::ffff:0:0/96
+    case 'rfc6145': // ::ffff:0:0:0/96
+    case 'rfc6052': // 64:ff9b::/96
+      return isPublicParsed(embeddedIPv4(v6, 12));
+    case '6to4': // 2002::/16, the IPv4 address in bits 16–47
+      return isPublicParsed(embeddedIPv4(v6, 2));
+    default:
+      return false;
   }
-  return !BLOCKED.check(address, 'ipv6');
+}
+
+/** True for globally routable unicast addresses only; IPv6 forms embedding an IPv4 address are judged by it. */
+export function isPublicAddress(address: string): boolean {
+  // Only canonical literals (what DNS answers and WHATWG URLs produce): no octal, hex or short IPv4 forms.
+  const family = net.isIP(address);
+  if (family === 0) return false;
+  if (family === 6 && IPV4_COMPATIBLE.check(address.replace(/%.*$/, ''), 'ipv6')) return false;
+  try {
+    return isPublicParsed(ipaddr.parse(address));
+  } catch {
+    return false;
+  }
 }
 
 export type LookupAll = (hostname: string) => Promise<Array<{ address: string; family: number }>>;
@@ -107,7 +132,7 @@ export class SafeHttpFetcher implements HttpFetcher {
     let current = url;
     for (let hop = 0; hop <= this.maxRedirects; hop++) {
       const target = await this.vet(current, deadline);
-      const result = await this.request(target, maxBytes, deadline, options.headers ?? {});
+      const result = await this.request(target, maxBytes, deadline, options.headers ?? {}, options.method ?? 'GET', options.body);
       if (result.status >= 300 && result.status < 400 && result.location) {
         current = new URL(result.location, target.url).toString();
         continue;
@@ -145,7 +170,14 @@ export class SafeHttpFetcher implements HttpFetcher {
     return { url, address: addresses[0].address, family: addresses[0].family };
   }
 
-  private request(target: { url: URL; address: string; family: number }, maxBytes: number, deadline: number, headers: Record<string, string>) {
+  private request(
+    target: { url: URL; address: string; family: number },
+    maxBytes: number,
+    deadline: number,
+    headers: Record<string, string>,
+    method: 'GET' | 'POST',
+    body?: string | Buffer,
+  ) {
     return new Promise<{ status: number; contentType: string | null; body: Buffer; location: string | null }>((resolve, reject) => {
       const remaining = deadline - Date.now();
       if (remaining <= 0) return reject(new FetchRefusedError('timeout', 'timed out'));
@@ -165,7 +197,7 @@ export class SafeHttpFetcher implements HttpFetcher {
       };
       const req = client.request(
         target.url,
-        { method: 'GET', lookup: pinnedLookup as unknown as net.LookupFunction, headers: { 'user-agent': this.userAgent, accept: '*/*', ...headers }, agent: false },
+        { method, lookup: pinnedLookup as unknown as net.LookupFunction, headers: { 'user-agent': this.userAgent, accept: '*/*', ...headers }, agent: false },
         (res) => {
           const status = res.statusCode ?? 0;
           const location = typeof res.headers.location === 'string' ? res.headers.location : null;
@@ -182,14 +214,14 @@ export class SafeHttpFetcher implements HttpFetcher {
             if (settled) return;
             settled = true;
             clearTimeout(timer);
-            resolve({ status, contentType: (res.headers['content-type'] as string | undefined) ?? null, body: Buffer.concat(chunks), location });
+            resolve({ status, contentType: res.headers['content-type'] ?? null, body: Buffer.concat(chunks), location });
           });
           res.on('error', (err) => fail(new FetchRefusedError('network', err.message)));
         },
       );
       const timer = setTimeout(() => fail(new FetchRefusedError('timeout', 'timed out')), remaining);
       req.on('error', (err) => fail(new FetchRefusedError('network', err.message)));
-      req.end();
+      req.end(body);
     });
   }
 }

@@ -1,40 +1,38 @@
 // The one place that turns errors into HTTP responses. Domain code throws ApiError; infrastructure
-// failures (database, Redis) become 503 api_error; anything else is a 500 with a generic message.
+// failures (database, Redis, an open circuit) become 503 api_error; anything else is a 500 with a generic message.
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { ApiError, type AgentInstructions } from '../../shared/errors';
+import { ApiError } from '../../shared/errors';
+import { isInfrastructureError } from '../circuit';
+import { isPagePath, sendErrorPage } from '../verify/errorPage';
+import { retryWithBackoff } from '../services/agentCopy';
 
-export const RETRY_WITH_BACKOFF: AgentInstructions = {
-  action: 'retry_with_backoff',
-  steps: [
-    'Wait 5 seconds, then retry the same request.',
-    'Double the wait after each failure, up to 30 seconds.',
-    'If it still fails after 5 minutes, tell the user the identity service is unavailable.',
-  ],
-  user_message: 'The identity service is temporarily unavailable. Retrying shortly.',
-};
+/** Retry-After of a 503 for a database or Redis outage (the circuit probes far more often than this). */
+export const OUTAGE_RETRY_AFTER_SECONDS = 5;
 
-const INFRA_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', '57P01', '57P03', '08006', '08001', '08003', '57014']);
+export { isInfrastructureError };
 
-/** Database/Redis/connection failures: transient, the caller should retry later. */
-export function isInfrastructureError(err: unknown): boolean {
-  if (!err || typeof err !== 'object') return false;
-  const e = err as { name?: string; code?: string; message?: string };
-  if (e.name === 'KnexTimeoutError' || e.name === 'MaxRetriesPerRequestError') return true;
-  if (e.code && INFRA_CODES.has(e.code)) return true;
-  const message = e.message ?? '';
-  return /Connection is closed|Stream isn't writeable|Command timed out|Connection terminated|timeout exceeded when trying to connect|^timeout expired$|Query read timeout|connect ECONNREFUSED|Client has encountered a connection error|PGlite is closed/i.test(message);
-}
-
+/**
+ * Every error type body-parser (and raw-body under it) raises. All are about the request, so all are 4xx:
+ * stream.encoding.set and stream.not.readable, which body-parser reports as 500, mean the body was consumed
+ * or decoded before the parser ran, which no client should be able to turn into a server error.
+ */
 function fromBodyParser(err: { type?: string; status?: number }): ApiError | null {
   switch (err.type) {
     case 'entity.parse.failed':
       return new ApiError('bad_request', 'Malformed JSON in request body.', { details: [{ field: 'body', message: 'is not valid JSON' }] });
     case 'entity.too.large':
       return new ApiError('payload_too_large', 'Request body is too large.', { details: [{ field: 'body', message: 'exceeds the size limit' }] });
+    case 'parameters.too.many':
+      return new ApiError('payload_too_large', 'Request body has too many fields.', {
+        details: [{ field: 'body', message: 'has more fields than this form accepts' }],
+      });
     case 'encoding.unsupported':
     case 'charset.unsupported':
     case 'request.aborted':
     case 'request.size.invalid':
+    case 'entity.verify.failed':
+    case 'stream.encoding.set':
+    case 'stream.not.readable':
       return new ApiError('bad_request', 'Request body could not be read.', { details: [{ field: 'body', message: err.type }] });
     default:
       return null;
@@ -61,8 +59,9 @@ export function toApiError(err: unknown, log?: { warn: (o: object, m: string) =>
   if (isInfrastructureError(err)) {
     log?.warn({ err: (err as Error).message }, 'dependency failure');
     return new ApiError('api_error', 'A backing service is temporarily unavailable.', {
-      top: { agent_instructions: RETRY_WITH_BACKOFF },
-      headers: { 'Retry-After': '5' },
+      // JSON-encoded, the same shape as every other agent_instructions the API and the gate send.
+      top: { agent_instructions: JSON.stringify(retryWithBackoff(OUTAGE_RETRY_AFTER_SECONDS)) },
+      headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) },
     });
   }
   // The details go to the log only: a 500 never echoes internal messages, stacks or SQL.
@@ -74,5 +73,7 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   const apiError = toApiError(err, req.log ?? console);
   if (res.headersSent) return res.end();
   for (const [name, value] of Object.entries(apiError.headers ?? {})) res.setHeader(name, value);
+  // The verify page is for people: its errors are pages too, never a JSON body in a browser tab.
+  if (isPagePath(req.path)) return sendErrorPage(res, apiError);
   res.status(apiError.status).json(apiError.toBody());
 };
