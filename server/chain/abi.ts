@@ -1,4 +1,4 @@
-// Event signatures the indexer reads (REFERENCE.md "ERC-8004", "x402") and decoders that turn raw logs into
+// Event signatures the indexer reads (ERC-8004 registries, USDC transfers with EIP-3009 authorizations) and decoders that turn raw logs into
 // plain records. FeedbackRevoked is deployed both with and without `feedbackIndex` indexed; the topic hash is
 // the same, so the decoder reads it from topic 3 when present and from data otherwise.
 import { ethers } from 'ethers';
@@ -32,6 +32,11 @@ export const TOPICS = {
 
 const coder = ethers.AbiCoder.defaultAbiCoder();
 
+/** ethers decodes to an untyped Result; the ABI types passed alongside say what each slot holds. */
+function decodeData<T extends unknown[]>(types: string[], data: string): T {
+  return coder.decode(types, data) as unknown as T;
+}
+
 function topicAddress(topic: string): string {
   return ethers.getAddress(ethers.dataSlice(topic, 12)).toLowerCase();
 }
@@ -52,15 +57,15 @@ export function decodeIdentityLog(log: { topics: readonly string[]; data: string
     const [topic0] = log.topics;
     switch (topic0) {
       case TOPICS.Registered: {
-        const [uri] = coder.decode(['string'], log.data);
+        const [uri] = decodeData<[string]>(['string'], log.data);
         return { kind: 'Registered', tokenId: topicUint(log.topics[1]), uri, owner: topicAddress(log.topics[2]) };
       }
       case TOPICS.URIUpdated: {
-        const [uri] = coder.decode(['string'], log.data);
+        const [uri] = decodeData<[string]>(['string'], log.data);
         return { kind: 'URIUpdated', tokenId: topicUint(log.topics[1]), uri, updatedBy: topicAddress(log.topics[2]) };
       }
       case TOPICS.MetadataSet: {
-        const [key, value] = coder.decode(['string', 'bytes'], log.data);
+        const [key, value] = decodeData<[string, string]>(['string', 'bytes'], log.data);
         return { kind: 'MetadataSet', tokenId: topicUint(log.topics[1]), key, value: ethers.hexlify(value) };
       }
       case TOPICS.Transfer: {
@@ -94,7 +99,7 @@ export function decodeReputationLog(log: { topics: readonly string[]; data: stri
   try {
     const [topic0] = log.topics;
     if (topic0 === TOPICS.NewFeedback) {
-      const [feedbackIndex, value, valueDecimals, tag1, tag2, endpoint, feedbackUri] = coder.decode(
+      const [feedbackIndex, value, valueDecimals, tag1, tag2, endpoint, feedbackUri] = decodeData<[bigint, bigint, bigint, string, string, string, string]>(
         ['uint64', 'int128', 'uint8', 'string', 'string', 'string', 'string', 'bytes32'],
         log.data,
       );
@@ -112,7 +117,7 @@ export function decodeReputationLog(log: { topics: readonly string[]; data: stri
       };
     }
     if (topic0 === TOPICS.FeedbackRevoked) {
-      const feedbackIndex = log.topics.length >= 4 ? topicUint(log.topics[3]) : coder.decode(['uint64'], log.data)[0].toString();
+      const feedbackIndex = log.topics.length >= 4 ? topicUint(log.topics[3]) : decodeData<[bigint]>(['uint64'], log.data)[0].toString();
       return { kind: 'FeedbackRevoked', tokenId: topicUint(log.topics[1]), client: topicAddress(log.topics[2]), feedbackIndex };
     }
     return null;
@@ -132,7 +137,7 @@ export interface Erc20Transfer {
 export function decodeErc20Transfer(log: { topics: readonly string[]; data: string; index: number }): Erc20Transfer | null {
   if (log.topics[0] !== TOPICS.Transfer || log.topics.length !== 3) return null;
   try {
-    const [value] = coder.decode(['uint256'], log.data);
+    const [value] = decodeData<[bigint]>(['uint256'], log.data);
     return { logIndex: log.index, from: topicAddress(log.topics[1]), to: topicAddress(log.topics[2]), value: value.toString() };
   } catch {
     return null;

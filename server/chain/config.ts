@@ -27,11 +27,17 @@ export interface ChainConfig {
   rpcTimeoutMs: number;
 }
 
-const address = Joi.string().pattern(/^0x[0-9a-fA-F]{40}$/).messages({ 'string.pattern.base': '{{#label}} must be a 0x-prefixed 20-byte hex address' });
+const address = Joi.string()
+  .pattern(/^0x[0-9a-fA-F]{40}$/)
+  .messages({ 'string.pattern.base': '{{#label}} must be a 0x-prefixed 20-byte hex address' });
 
 const entry = Joi.object({
-  name: Joi.string().valid(...CHAINS.filter((c) => c !== 'solana')).required(),
-  rpcUrl: Joi.string().uri({ scheme: ['http', 'https'] }).required(),
+  name: Joi.string()
+    .valid(...CHAINS.filter((c) => c !== 'solana'))
+    .required(),
+  rpcUrl: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .required(),
   chainId: Joi.number().integer().min(1).required(),
   startBlock: Joi.number().integer().min(0).required(),
   confirmations: Joi.number().integer().min(0).max(1000).required(),
@@ -47,7 +53,10 @@ const entry = Joi.object({
 const fileSchema = Joi.array().items(entry).unique('name');
 
 export class ChainsFileError extends Error {
-  constructor(readonly file: string, detail: string) {
+  constructor(
+    readonly file: string,
+    detail: string,
+  ) {
     super(`Invalid REPUTATION_CHAINS_FILE (${file}): ${detail}`);
     this.name = 'ChainsFileError';
   }
@@ -55,7 +64,7 @@ export class ChainsFileError extends Error {
 
 /** Validates already-parsed chain entries (also used by tests that build the list in memory). */
 export function parseChains(value: unknown, source = 'chains'): ChainConfig[] {
-  const { error, value: chains } = fileSchema.validate(value, { abortEarly: true, convert: false });
+  const { error, value: chains } = fileSchema.validate(value, { abortEarly: true, convert: false }) as { error?: Joi.ValidationError; value: unknown };
   if (error) {
     const d = error.details[0];
     // "[0].name must be …" → "0.name: must be …": the path names entry and field once.

@@ -16,7 +16,10 @@ export const GITHUB_API_BASE = 'https://api.github.com';
 const PAGE_MAX_BYTES = 512 * 1024;
 
 export class EvidenceCollector {
-  constructor(private readonly fetcher: HttpFetcher, private readonly githubApiBase = GITHUB_API_BASE) {}
+  constructor(
+    private readonly fetcher: HttpFetcher,
+    private readonly githubApiBase = GITHUB_API_BASE,
+  ) {}
 
   async collect(info: RegistrationInfo): Promise<AgentEvidence> {
     const [website, card, stars] = await Promise.all([

@@ -8,7 +8,7 @@ import type { Knex } from 'knex';
 import type { Logger } from '../logger';
 import type { ChainConfig } from './config';
 import { TOPICS, decodeAuthorizationUsed, decodeErc20Transfer, decodeIdentityLog, decodeReputationLog, type IdentityEvent, type ReputationEvent } from './abi';
-import type { ContractKind, ReputationChainRepository } from '../repositories/reputationChain';
+import type { CandidatePaymentRow, ContractKind, ReputationChainRepository } from '../repositories/reputationChain';
 import type { RegistrationResolver } from './registration';
 import type { EvidenceCollector } from './evidence';
 
@@ -47,21 +47,41 @@ const EVIDENCE_MAX_AGE_MS = 24 * 3600_000;
 const RESOLVE_BATCH = 25;
 const RECEIPT_CONCURRENCY = 4;
 
+export interface ChainIndexerOptions {
+  db: Knex;
+  repo: ReputationChainRepository;
+  chain: ChainConfig;
+  provider: ChainProvider;
+  resolver: RegistrationResolver;
+  evidence: EvidenceCollector;
+  logger: Logger;
+  now: () => Date;
+}
+
 export class ChainIndexer {
   private readonly blockTimes = new Map<number, Date>();
   private touchedAgents = new Set<string>();
   private touchedParties = new Set<string>();
 
-  constructor(
-    private readonly db: Knex,
-    private readonly repo: ReputationChainRepository,
-    readonly chain: ChainConfig,
-    private readonly provider: ChainProvider,
-    private readonly resolver: RegistrationResolver,
-    private readonly evidence: EvidenceCollector,
-    private readonly logger: Logger,
-    private readonly now: () => Date,
-  ) {}
+  private readonly db: Knex;
+  private readonly repo: ReputationChainRepository;
+  readonly chain: ChainConfig;
+  private readonly provider: ChainProvider;
+  private readonly resolver: RegistrationResolver;
+  private readonly evidence: EvidenceCollector;
+  private readonly logger: Logger;
+  private readonly now: () => Date;
+
+  constructor(options: ChainIndexerOptions) {
+    this.db = options.db;
+    this.repo = options.repo;
+    this.chain = options.chain;
+    this.provider = options.provider;
+    this.resolver = options.resolver;
+    this.evidence = options.evidence;
+    this.logger = options.logger;
+    this.now = options.now;
+  }
 
   /** Indexes every contract up to the confirmed head (or `maxRanges` ranges), then resolves registrations. */
   async sync(options: IndexerOptions = {}): Promise<SyncResult> {
@@ -91,7 +111,8 @@ export class ChainIndexer {
         if (last < safeBlock) caughtUp = false;
       }
       const now = this.now();
-      await this.repo.recordSync(name, {
+      await this.repo.recordSync({
+        chain: name,
         head_block: head,
         safe_block: Math.max(safeBlock, 0),
         ...(caughtUp ? { last_synced_at: now, last_error: null, last_error_at: null } : {}),
@@ -102,7 +123,7 @@ export class ChainIndexer {
     } catch (err) {
       const message = (err as Error).message?.slice(0, 500) ?? 'unknown error';
       const now = this.now();
-      await this.repo.recordSync(name, { last_error: message, last_error_at: now, now }).catch(() => undefined);
+      await this.repo.recordSync({ chain: name, last_error: message, last_error_at: now, now }).catch(() => undefined);
       this.logger.warn({ chain: name, err: message }, 'chain index sync failed');
       throw err;
     } finally {
@@ -123,13 +144,18 @@ export class ChainIndexer {
    * checkpoint in one transaction. Returns the new checkpoint, or null when the checkpoint had moved.
    */
   private async indexRange(kind: ContractKind, contract: string, from: number, to: number): Promise<number | null> {
-    const prepared = kind === 'identity' ? await this.readIdentity(contract, from, to) : kind === 'reputation' ? await this.readReputation(contract, from, to) : await this.readPayments(contract, from, to);
+    const prepared =
+      kind === 'identity'
+        ? await this.readIdentity(contract, from, to)
+        : kind === 'reputation'
+          ? await this.readReputation(contract, from, to)
+          : await this.readPayments(contract, from, to);
     const now = this.now();
     return this.db.transaction(async (trx) => {
-      const current = await this.repo.lockCheckpoint(trx, { chain: this.chain.name, contract, kind, initial: this.chain.startBlock - 1 });
+      const current = await this.repo.lockCheckpoint({ chain: this.chain.name, contract, kind, initial: this.chain.startBlock - 1 }, trx);
       if (current !== from - 1) return null;
       await prepared(trx, now);
-      await this.repo.setCheckpoint(trx, { chain: this.chain.name, contract, lastBlock: to, now });
+      await this.repo.setCheckpoint({ chain: this.chain.name, contract, lastBlock: to, now }, trx);
       return to;
     });
   }
@@ -161,37 +187,43 @@ export class ChainIndexer {
     const chain = this.chain.name;
     return async (trx: Knex.Transaction, now: Date) => {
       for (const { log, decoded, at } of events) {
-        const fresh = await this.repo.insertEvent(trx, {
-          chain,
-          tx_hash: log.transactionHash.toLowerCase(),
-          log_index: log.index,
-          block_number: log.blockNumber,
-          contract,
-          event: decoded.kind,
-          token_id: decoded.tokenId,
-          payload: decoded,
-          block_time: at,
-        });
+        const fresh = await this.repo.insertEvent(
+          {
+            chain,
+            tx_hash: log.transactionHash.toLowerCase(),
+            log_index: log.index,
+            block_number: log.blockNumber,
+            contract,
+            event: decoded.kind,
+            token_id: decoded.tokenId,
+            payload: decoded,
+            block_time: at,
+          },
+          trx,
+        );
         if (!fresh) continue; // already applied by an earlier run
         const tokenId = decoded.tokenId;
         this.touchedAgents.add(`${chain}:${tokenId}`);
         if (decoded.kind === 'Transfer') this.touchedParties.add(decoded.from);
         switch (decoded.kind) {
           case 'Registered':
-            await this.repo.ensureAgent(trx, { chain, token_id: tokenId, registry: contract, owner: decoded.owner, now });
-            await this.repo.registerAgent(trx, { chain, token_id: tokenId, owner: decoded.owner, uri: decoded.uri, block: log.blockNumber, at, now });
+            await this.repo.ensureAgent({ chain, token_id: tokenId, registry: contract, owner: decoded.owner, now }, trx);
+            await this.repo.registerAgent({ chain, token_id: tokenId, owner: decoded.owner, uri: decoded.uri, block: log.blockNumber, at, now }, trx);
             break;
           case 'Transfer':
-            await this.repo.ensureAgent(trx, { chain, token_id: tokenId, registry: contract, owner: decoded.to, now });
-            await this.repo.setOwner(trx, { chain, token_id: tokenId, owner: decoded.to, now });
+            await this.repo.ensureAgent({ chain, token_id: tokenId, registry: contract, owner: decoded.to, now }, trx);
+            await this.repo.setOwner({ chain, token_id: tokenId, owner: decoded.to, now }, trx);
             break;
           case 'URIUpdated':
-            await this.repo.ensureAgent(trx, { chain, token_id: tokenId, registry: contract, owner: decoded.updatedBy, now });
-            await this.repo.setUri(trx, { chain, token_id: tokenId, uri: decoded.uri, now });
+            await this.repo.ensureAgent({ chain, token_id: tokenId, registry: contract, owner: decoded.updatedBy, now }, trx);
+            await this.repo.setUri({ chain, token_id: tokenId, uri: decoded.uri, now }, trx);
             break;
           case 'MetadataSet':
-            await this.repo.ensureAgent(trx, { chain, token_id: tokenId, registry: contract, owner: ethers.ZeroAddress, now });
-            await this.repo.setMetadata(trx, { chain, token_id: tokenId, key: decoded.key, value: decoded.value, agentWallet: agentWalletFrom(decoded.key, decoded.value), now });
+            await this.repo.ensureAgent({ chain, token_id: tokenId, registry: contract, owner: ethers.ZeroAddress, now }, trx);
+            await this.repo.setMetadata(
+              { chain, token_id: tokenId, key: decoded.key, value: decoded.value, agentWallet: agentWalletFrom(decoded.key, decoded.value), now },
+              trx,
+            );
             break;
         }
       }
@@ -210,23 +242,26 @@ export class ChainIndexer {
       for (const { log, decoded, at } of events) {
         this.touchedAgents.add(`${chain}:${decoded.tokenId}`);
         if (decoded.kind === 'NewFeedback') {
-          await this.repo.insertFeedback(trx, {
-            chain,
-            token_id: decoded.tokenId,
-            client_address: decoded.client,
-            feedback_index: decoded.feedbackIndex,
-            value: decoded.value,
-            value_decimals: decoded.valueDecimals,
-            tag1: decoded.tag1.slice(0, 200),
-            tag2: decoded.tag2.slice(0, 200),
-            endpoint: decoded.endpoint.slice(0, 2000),
-            feedback_uri: decoded.feedbackUri.slice(0, 2000),
-            block_number: log.blockNumber,
-            tx_hash: log.transactionHash.toLowerCase(),
-            given_at: at,
-          });
+          await this.repo.insertFeedback(
+            {
+              chain,
+              token_id: decoded.tokenId,
+              client_address: decoded.client,
+              feedback_index: decoded.feedbackIndex,
+              value: decoded.value,
+              value_decimals: decoded.valueDecimals,
+              tag1: decoded.tag1.slice(0, 200),
+              tag2: decoded.tag2.slice(0, 200),
+              endpoint: decoded.endpoint.slice(0, 2000),
+              feedback_uri: decoded.feedbackUri.slice(0, 2000),
+              block_number: log.blockNumber,
+              tx_hash: log.transactionHash.toLowerCase(),
+              given_at: at,
+            },
+            trx,
+          );
         } else {
-          await this.repo.revokeFeedback(trx, { chain, token_id: decoded.tokenId, client_address: decoded.client, feedback_index: decoded.feedbackIndex, at });
+          await this.repo.revokeFeedback({ chain, token_id: decoded.tokenId, client_address: decoded.client, feedback_index: decoded.feedbackIndex, at }, trx);
         }
       }
     };
@@ -246,7 +281,7 @@ export class ChainIndexer {
       const key = log.transactionHash.toLowerCase();
       byTx.set(key, [...(byTx.get(key) ?? []), auth]);
     }
-    const rows: Parameters<ReputationChainRepository['insertPayments']>[1] = [];
+    const rows: CandidatePaymentRow[] = [];
     const txs = [...byTx.keys()];
     for (let i = 0; i < txs.length; i += RECEIPT_CONCURRENCY) {
       await Promise.all(
@@ -280,7 +315,7 @@ export class ChainIndexer {
       );
     }
     return async (trx: Knex.Transaction) => {
-      const inserted = await this.repo.insertPayments(trx, rows);
+      const inserted = await this.repo.insertPayments({ rows }, trx);
       for (const p of inserted) {
         this.touchedParties.add(p.payer);
         this.touchedParties.add(p.payee);
@@ -291,7 +326,8 @@ export class ChainIndexer {
   /** Reads pending registration files (and refreshes old evidence), outside any indexing transaction. */
   async resolveRegistrations(): Promise<number> {
     const now = this.now();
-    const agents = await this.repo.agentsToResolve(this.chain.name, {
+    const agents = await this.repo.agentsToResolve({
+      chain: this.chain.name,
       maxAttempts: REGISTRATION_MAX_ATTEMPTS,
       retryBefore: new Date(now.getTime() - REGISTRATION_RETRY_MS),
       evidenceBefore: new Date(now.getTime() - EVIDENCE_MAX_AGE_MS),

@@ -102,7 +102,10 @@ export function parseRegistration(json: unknown): RegistrationInfo | null {
 }
 
 export class RegistrationResolver {
-  constructor(private readonly fetcher: HttpFetcher, private readonly maxBytes = REGISTRATION_MAX_BYTES) {}
+  constructor(
+    private readonly fetcher: HttpFetcher,
+    private readonly maxBytes = REGISTRATION_MAX_BYTES,
+  ) {}
 
   async resolve(uri: string | null): Promise<ResolvedRegistration> {
     const kind = metadataKind(uri);

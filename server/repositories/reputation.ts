@@ -2,10 +2,12 @@
 // the identity lookups reputation needs from other areas' tables: known addresses, claimed and captured
 // wallets and their operator's verification level. knex only.
 import type { Knex } from 'knex';
-import type { VerificationLevel } from '../reputation/formulas';
+import type { DriverRow } from '../db/rows';
+import { COUNTED_CAPTURES_SQL } from './ownedWallets';
+import type { AddressFamily, VerificationLevel } from '../../shared/types';
 
 export interface SubjectRow {
-  network: 'evm' | 'solana';
+  network: AddressFamily;
   address: string;
   chains: string[];
   score: number | null;
@@ -55,78 +57,106 @@ export interface CaptureRow {
   last_seen_at: Date;
 }
 
+interface KnownAddressRow {
+  network: AddressFamily;
+  address: string;
+  first_seen_at: Date;
+}
+
 const LEVEL_RANK: Record<VerificationLevel, number> = { none: 0, wallet_claimed: 1, kyc_verified: 2 };
 
 export class ReputationRepository {
   constructor(private readonly db: Knex) {}
 
-  async knownAddress(network: string, address: string): Promise<{ first_seen_at: Date } | null> {
-    return (await this.db('known_addresses').where({ network, address }).first('first_seen_at')) ?? null;
+  async knownAddress(input: { network: AddressFamily; address: string }, trx?: Knex.Transaction): Promise<{ first_seen_at: Date } | null> {
+    return (
+      (await (trx ?? this.db)<KnownAddressRow>('known_addresses').where({ network: input.network, address: input.address }).first('first_seen_at')) ?? null
+    );
   }
 
-  /** Claimed or captured by some operator (the service has seen this wallet itself). */
-  async isLinkedWallet(network: string, address: string): Promise<boolean> {
-    const row = await this.db.raw(
+  /** Claimed or captured by some operator (the service has seen this wallet itself); see ownedWallets.ts. */
+  async isLinkedWallet(input: { network: string; address: string }, trx?: Knex.Transaction): Promise<boolean> {
+    const { network, address } = input;
+    const row = await (trx ?? this.db).raw<{ rows: Array<{ linked: boolean }> }>(
       `select exists(select 1 from operator_wallets where network = ? and address = ?)
-           or exists(select 1 from wallet_captures where network = ? and wallet_address = ?) as linked`,
+           or exists(select 1 from ${COUNTED_CAPTURES_SQL} where wc.network = ? and wc.wallet_address = ?) as linked`,
       [network, address, network, address],
     );
     return Boolean(row.rows[0]?.linked);
   }
 
   /** The highest verification level among operators that claimed or captured this wallet; 'none' otherwise. */
-  async verificationLevel(network: string, address: string): Promise<VerificationLevel> {
-    const rows = await this.db.raw(
+  async verificationLevel(input: { network: string; address: string }, trx?: Knex.Transaction): Promise<VerificationLevel> {
+    const { network, address } = input;
+    const rows = await (trx ?? this.db).raw<{ rows: Array<{ verification_level: VerificationLevel }> }>(
       `select a.verification_level from accounts a
         where a.id in (select account_id from operator_wallets where network = ? and address = ?
-                       union select account_id from wallet_captures where network = ? and wallet_address = ?)`,
+                       union select wc.account_id from ${COUNTED_CAPTURES_SQL} where wc.network = ? and wc.wallet_address = ?)`,
       [network, address, network, address],
     );
     let best: VerificationLevel = 'none';
-    for (const r of rows.rows as Array<{ verification_level: VerificationLevel }>) {
+    for (const r of rows.rows) {
       if (LEVEL_RANK[r.verification_level] > LEVEL_RANK[best]) best = r.verification_level;
     }
     return best;
   }
 
-  async capturesOf(network: string, addresses: string[]): Promise<CaptureRow[]> {
+  async capturesOf(input: { network: string; addresses: string[] }, trx?: Knex.Transaction): Promise<CaptureRow[]> {
+    const { network, addresses } = input;
     if (addresses.length === 0) return [];
-    const rows = await this.db('wallet_captures')
-      .where({ network })
-      .whereIn('wallet_address', addresses)
-      .select('wallet_address', 'account_id', 'transaction_count', 'first_seen_at', 'last_seen_at');
-    return rows.map((r) => ({ ...r, transaction_count: Number(r.transaction_count), first_seen_at: new Date(r.first_seen_at), last_seen_at: new Date(r.last_seen_at) }));
+    const { rows } = await (trx ?? this.db).raw<{ rows: Array<DriverRow<CaptureRow, 'transaction_count'>> }>(
+      `select wc.wallet_address, wc.account_id, wc.transaction_count, wc.first_seen_at, wc.last_seen_at
+         from ${COUNTED_CAPTURES_SQL} where wc.network = ? and wc.wallet_address = any(?)`,
+      [network, addresses],
+    );
+    return rows.map((r) => ({
+      ...r,
+      transaction_count: Number(r.transaction_count),
+      first_seen_at: new Date(r.first_seen_at),
+      last_seen_at: new Date(r.last_seen_at),
+    }));
   }
 
-  async getSubject(network: string, address: string): Promise<SubjectRow | null> {
-    const row = await this.db('reputation_subjects').where({ network, address }).first();
+  async getSubject(input: { network: string; address: string }, trx?: Knex.Transaction): Promise<SubjectRow | null> {
+    const row = await (trx ?? this.db)<DriverRow<SubjectRow, 'score'>>('reputation_subjects')
+      .where('network', input.network)
+      .andWhere('address', input.address)
+      .first();
     return row ? { ...row, score: row.score === null ? null : Number(row.score) } : null;
   }
 
-  async chainScores(network: string, address: string): Promise<ChainScoreRow[]> {
-    const rows = await this.db('reputation_chain_scores').where({ network, address }).orderBy('chain');
+  async chainScores(input: { network: string; address: string }, trx?: Knex.Transaction): Promise<ChainScoreRow[]> {
+    const rows = await (trx ?? this.db)<DriverRow<ChainScoreRow, 'score' | 'confidence'>>('reputation_chain_scores')
+      .where({ network: input.network, address: input.address })
+      .orderBy('chain');
     return rows.map((r) => ({ ...r, score: Number(r.score), confidence: Number(r.confidence) }));
   }
 
-  async agentScores(keys: Array<{ chain: string; token_id: string }>, trx?: Knex.Transaction): Promise<AgentScoreRow[]> {
+  async agentScores(input: { keys: Array<{ chain: string; token_id: string }> }, trx?: Knex.Transaction): Promise<AgentScoreRow[]> {
+    const { keys } = input;
     if (keys.length === 0) return [];
-    const rows = await (trx ?? this.db)('reputation_agent_scores').whereIn(['chain', 'token_id'], keys.map((k) => [k.chain, k.token_id]));
+    const rows = await (trx ?? this.db)<DriverRow<AgentScoreRow, 'score' | 'confidence'>>('reputation_agent_scores').whereIn(
+      ['chain', 'token_id'],
+      keys.map((k) => [k.chain, k.token_id]),
+    );
     return rows.map((r) => ({ ...r, score: Number(r.score), confidence: Number(r.confidence) }));
   }
 
-  async saveChainScore(row: ChainScoreRow, trx?: Knex.Transaction): Promise<void> {
-    const data = {
+  async saveChainScores(input: { rows: ChainScoreRow[] }, trx?: Knex.Transaction): Promise<void> {
+    if (input.rows.length === 0) return;
+    const data = input.rows.map((row) => ({
       ...row,
       dimensions: JSON.stringify(row.dimensions),
       classification: JSON.stringify(row.classification),
       identity: JSON.stringify(row.identity),
       activity: JSON.stringify(row.activity),
       evidence: JSON.stringify(row.evidence),
-    };
+    }));
     await (trx ?? this.db)('reputation_chain_scores').insert(data).onConflict(['network', 'address', 'chain']).merge();
   }
 
-  async saveAgentScores(rows: AgentScoreRow[], trx?: Knex.Transaction): Promise<void> {
+  async saveAgentScores(input: { rows: AgentScoreRow[] }, trx?: Knex.Transaction): Promise<void> {
+    const { rows } = input;
     if (rows.length === 0) return;
     await (trx ?? this.db)('reputation_agent_scores')
       .insert(rows.map((r) => ({ ...r, dimensions: JSON.stringify(r.dimensions) })))
@@ -134,7 +164,8 @@ export class ReputationRepository {
       .merge();
   }
 
-  async saveSubject(row: Omit<SubjectRow, 'version'> & { version: string; last_error?: string | null }, trx?: Knex.Transaction): Promise<void> {
+  async saveSubject(input: { row: SubjectRow & { last_error?: string | null } }, trx?: Knex.Transaction): Promise<void> {
+    const { row } = input;
     const data = {
       ...row,
       operator_score: row.operator_score === null ? null : JSON.stringify(row.operator_score),
@@ -145,30 +176,35 @@ export class ReputationRepository {
   }
 
   /** The subset of `addresses` that already has a profile or was seen by assess. */
-  async filterKnown(network: string, addresses: string[]): Promise<string[]> {
+  async filterKnown(input: { network: string; addresses: string[] }, trx?: Knex.Transaction): Promise<string[]> {
+    const { network, addresses } = input;
     if (addresses.length === 0) return [];
-    const rows = await this.db.raw(
+    const rows = await (trx ?? this.db).raw<{ rows: Array<{ address: string }> }>(
       `select address from reputation_subjects where network = ? and address = any(?)
        union select address from known_addresses where network = ? and address = any(?)`,
       [network, addresses, network, addresses],
     );
-    return (rows.rows as Array<{ address: string }>).map((r) => r.address);
+    return rows.rows.map((r) => r.address);
   }
 
   /** Subjects whose score is older than `before` (oldest first), for the periodic re-score. */
-  async staleSubjects(before: Date, limit: number): Promise<Array<{ network: 'evm' | 'solana'; address: string }>> {
-    return this.db('reputation_subjects').where('scored_at', '<', before).orderBy('scored_at').limit(limit).select('network', 'address');
+  async staleSubjects(input: { before: Date; limit: number }, trx?: Knex.Transaction): Promise<Array<{ network: AddressFamily; address: string }>> {
+    return (trx ?? this.db)<SubjectRow>('reputation_subjects')
+      .where('scored_at', '<', input.before)
+      .orderBy('scored_at')
+      .limit(input.limit)
+      .select('network', 'address');
   }
 
   /** Addresses assess has seen that were never scored (their job may have been lost), oldest first. */
-  async unscoredKnown(limit: number): Promise<Array<{ network: 'evm' | 'solana'; address: string }>> {
-    return this.db('known_addresses as k')
+  async unscoredKnown(input: { limit: number }, trx?: Knex.Transaction): Promise<Array<{ network: AddressFamily; address: string }>> {
+    return (trx ?? this.db)<KnownAddressRow>('known_addresses as k')
       .leftJoin('reputation_subjects as s', function () {
         this.on('s.network', 'k.network').andOn('s.address', 'k.address');
       })
-      .where((q) => q.whereNull('s.address').orWhereNull('s.scored_at'))
+      .where((q) => void q.whereNull('s.address').orWhereNull('s.scored_at'))
       .orderBy('k.first_seen_at')
-      .limit(limit)
-      .select('k.network', 'k.address');
+      .limit(input.limit)
+      .select<Array<{ network: AddressFamily; address: string }>>('k.network', 'k.address');
   }
 }

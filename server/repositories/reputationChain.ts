@@ -1,6 +1,7 @@
 // Chain-index tables (knex only): checkpoints, indexer health, ERC-8004 agents/events/feedback and candidate
 // x402 payments. Writes take an optional transaction; the indexer owns the transaction boundaries.
 import type { Knex } from 'knex';
+import type { DriverRow } from '../db/rows';
 
 export type ContractKind = 'identity' | 'reputation' | 'usdc';
 
@@ -53,8 +54,17 @@ export interface PaymentStats {
 }
 
 export const emptyPaymentStats = (): PaymentStats => ({
-  total: 0, asPayer: 0, asPayee: 0, counterparties: 0, activeDays: 0, activeMonths: 0, firstAt: null, lastAt: null,
-  verifiedPayee: 0, verifiedPayeeFirstAt: null, verifiedPayeeLastAt: null,
+  total: 0,
+  asPayer: 0,
+  asPayee: 0,
+  counterparties: 0,
+  activeDays: 0,
+  activeMonths: 0,
+  firstAt: null,
+  lastAt: null,
+  verifiedPayee: 0,
+  verifiedPayeeFirstAt: null,
+  verifiedPayeeLastAt: null,
 });
 
 export interface SyncStateRow {
@@ -66,49 +76,121 @@ export interface SyncStateRow {
   last_error_at: Date | null;
 }
 
+/** An agent row as pg returns it: bigint block as a string, metadata possibly null. */
+type AgentDbRow = Omit<DriverRow<AgentRow, 'registered_block' | 'registration_attempts'>, 'metadata'> & { metadata: Record<string, string> | null };
+
+export interface CandidatePaymentRow {
+  chain: string;
+  tx_hash: string;
+  log_index: number;
+  token: string;
+  payer: string;
+  payee: string;
+  value: string;
+  nonce: string;
+  block_number: number;
+  block_time: Date;
+}
+
+/** Per-chain aggregates of paymentStats(); counts arrive from pg as strings (bigint). */
+interface PaymentTotalsRow {
+  chain: string;
+  total: string | number;
+  as_payer: string | number;
+  as_payee: string | number;
+  counterparties: string | number;
+  active_days: string | number;
+  active_months: string | number;
+  first_at: Date | string | null;
+  last_at: Date | string | null;
+}
+
+interface VerifiedPayeeRow {
+  chain: string;
+  n: string | number;
+  first_at: Date | string | null;
+  last_at: Date | string | null;
+}
+
+interface CheckpointRow {
+  chain: string;
+  contract: string;
+  kind: ContractKind;
+  last_block: string | number;
+  updated_at: Date;
+}
+
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
 export class ReputationChainRepository {
   constructor(private readonly db: Knex) {}
 
   /** Locks and returns the checkpoint row (creating it at `initial` first); call inside a transaction. */
-  async lockCheckpoint(trx: Knex.Transaction, options: { chain: string; contract: string; kind: ContractKind; initial: number }): Promise<number> {
+  async lockCheckpoint(options: { chain: string; contract: string; kind: ContractKind; initial: number }, trx: Knex.Transaction): Promise<number> {
     await trx('chain_checkpoints')
       .insert({ chain: options.chain, contract: options.contract, kind: options.kind, last_block: options.initial })
       .onConflict(['chain', 'contract'])
       .ignore();
-    const row = await trx('chain_checkpoints').where({ chain: options.chain, contract: options.contract }).forUpdate().first('last_block');
-    return Number(row.last_block);
+    const row = await trx<CheckpointRow>('chain_checkpoints').where({ chain: options.chain, contract: options.contract }).forUpdate().first('last_block');
+    return Number(row!.last_block);
   }
 
   async getCheckpoint(options: { chain: string; contract: string }, trx?: Knex.Transaction): Promise<number | null> {
-    const row = await (trx ?? this.db)('chain_checkpoints').where(options).first('last_block');
+    const row = await (trx ?? this.db)<CheckpointRow>('chain_checkpoints').where(options).first('last_block');
     return row ? Number(row.last_block) : null;
   }
 
-  async setCheckpoint(trx: Knex.Transaction, options: { chain: string; contract: string; lastBlock: number; now: Date }): Promise<void> {
+  async setCheckpoint(options: { chain: string; contract: string; lastBlock: number; now: Date }, trx: Knex.Transaction): Promise<void> {
     await trx('chain_checkpoints')
       .where({ chain: options.chain, contract: options.contract })
       .update({ last_block: options.lastBlock, updated_at: options.now });
   }
 
-  async recordSync(chain: string, patch: { head_block?: number; safe_block?: number; last_synced_at?: Date; last_error?: string | null; last_error_at?: Date | null; now: Date }): Promise<void> {
-    const { now, ...fields } = patch;
-    await this.db('chain_sync_state')
+  async recordSync(
+    input: {
+      chain: string;
+      head_block?: number;
+      safe_block?: number;
+      last_synced_at?: Date;
+      last_error?: string | null;
+      last_error_at?: Date | null;
+      now: Date;
+    },
+    trx?: Knex.Transaction,
+  ): Promise<void> {
+    const { chain, now, ...fields } = input;
+    await (trx ?? this.db)('chain_sync_state')
       .insert({ chain, ...fields, updated_at: now })
       .onConflict('chain')
       .merge({ ...fields, updated_at: now });
   }
 
-  async syncStates(): Promise<SyncStateRow[]> {
-    const rows = await this.db('chain_sync_state').select('chain', 'head_block', 'safe_block', 'last_synced_at', 'last_error', 'last_error_at');
+  async syncStates(trx?: Knex.Transaction): Promise<SyncStateRow[]> {
+    const rows = await (trx ?? this.db)<DriverRow<SyncStateRow, 'head_block' | 'safe_block'>>('chain_sync_state').select(
+      'chain',
+      'head_block',
+      'safe_block',
+      'last_synced_at',
+      'last_error',
+      'last_error_at',
+    );
     return rows.map((r) => ({ ...r, head_block: num(r.head_block), safe_block: num(r.safe_block) }));
   }
 
   /** Inserts a raw registry event; true when it was new (derived state must then be applied once). */
   async insertEvent(
+    e: {
+      chain: string;
+      tx_hash: string;
+      log_index: number;
+      block_number: number;
+      contract: string;
+      event: string;
+      token_id: string | null;
+      payload: unknown;
+      block_time: Date | null;
+    },
     trx: Knex.Transaction,
-    e: { chain: string; tx_hash: string; log_index: number; block_number: number; contract: string; event: string; token_id: string | null; payload: unknown; block_time: Date | null },
   ): Promise<boolean> {
     const inserted = await trx('erc8004_events')
       .insert({ ...e, payload: JSON.stringify(e.payload) })
@@ -119,14 +201,17 @@ export class ReputationChainRepository {
   }
 
   /** Creates the agent on first sight (mint Transfer or Registered, whichever comes first). */
-  async ensureAgent(trx: Knex.Transaction, a: { chain: string; token_id: string; registry: string; owner: string; now: Date }): Promise<void> {
+  async ensureAgent(a: { chain: string; token_id: string; registry: string; owner: string; now: Date }, trx: Knex.Transaction): Promise<void> {
     await trx('erc8004_agents')
       .insert({ chain: a.chain, token_id: a.token_id, registry: a.registry, owner: a.owner, registration_status: 'none', updated_at: a.now })
       .onConflict(['chain', 'token_id'])
       .ignore();
   }
 
-  async registerAgent(trx: Knex.Transaction, a: { chain: string; token_id: string; owner: string; uri: string; block: number; at: Date | null; now: Date }): Promise<void> {
+  async registerAgent(
+    a: { chain: string; token_id: string; owner: string; uri: string; block: number; at: Date | null; now: Date },
+    trx: Knex.Transaction,
+  ): Promise<void> {
     await trx('erc8004_agents')
       .where({ chain: a.chain, token_id: a.token_id })
       .update({
@@ -140,17 +225,20 @@ export class ReputationChainRepository {
       });
   }
 
-  async setOwner(trx: Knex.Transaction, a: { chain: string; token_id: string; owner: string; now: Date }): Promise<void> {
+  async setOwner(a: { chain: string; token_id: string; owner: string; now: Date }, trx: Knex.Transaction): Promise<void> {
     await trx('erc8004_agents').where({ chain: a.chain, token_id: a.token_id }).update({ owner: a.owner, updated_at: a.now });
   }
 
-  async setUri(trx: Knex.Transaction, a: { chain: string; token_id: string; uri: string; now: Date }): Promise<void> {
+  async setUri(a: { chain: string; token_id: string; uri: string; now: Date }, trx: Knex.Transaction): Promise<void> {
     await trx('erc8004_agents')
       .where({ chain: a.chain, token_id: a.token_id })
       .update({ agent_uri: a.uri || null, registration_status: a.uri ? 'pending' : 'none', registration_attempts: 0, updated_at: a.now });
   }
 
-  async setMetadata(trx: Knex.Transaction, a: { chain: string; token_id: string; key: string; value: string; agentWallet: string | null; now: Date }): Promise<void> {
+  async setMetadata(
+    a: { chain: string; token_id: string; key: string; value: string; agentWallet: string | null; now: Date },
+    trx: Knex.Transaction,
+  ): Promise<void> {
     const patch: Record<string, unknown> = {
       metadata: trx.raw('metadata || ?::jsonb', [JSON.stringify({ [a.key]: a.value })]),
       updated_at: a.now,
@@ -160,35 +248,53 @@ export class ReputationChainRepository {
   }
 
   async insertFeedback(
+    f: {
+      chain: string;
+      token_id: string;
+      client_address: string;
+      feedback_index: string;
+      value: string;
+      value_decimals: number;
+      tag1: string;
+      tag2: string;
+      endpoint: string;
+      feedback_uri: string;
+      block_number: number;
+      tx_hash: string;
+      given_at: Date | null;
+    },
     trx: Knex.Transaction,
-    f: { chain: string; token_id: string; client_address: string; feedback_index: string; value: string; value_decimals: number; tag1: string; tag2: string; endpoint: string; feedback_uri: string; block_number: number; tx_hash: string; given_at: Date | null },
   ): Promise<void> {
     await trx('erc8004_feedback').insert(f).onConflict(['chain', 'token_id', 'client_address', 'feedback_index']).ignore();
   }
 
-  async revokeFeedback(trx: Knex.Transaction, f: { chain: string; token_id: string; client_address: string; feedback_index: string; at: Date | null }): Promise<void> {
+  async revokeFeedback(
+    f: { chain: string; token_id: string; client_address: string; feedback_index: string; at: Date | null },
+    trx: Knex.Transaction,
+  ): Promise<void> {
     await trx('erc8004_feedback')
       .where({ chain: f.chain, token_id: f.token_id, client_address: f.client_address, feedback_index: f.feedback_index })
       .whereNull('revoked_at')
       .update({ revoked_at: f.at ?? trx.fn.now() });
   }
 
-  async insertPayments(
-    trx: Knex.Transaction,
-    rows: Array<{ chain: string; tx_hash: string; log_index: number; token: string; payer: string; payee: string; value: string; nonce: string; block_number: number; block_time: Date }>,
-  ): Promise<Array<{ payer: string; payee: string }>> {
-    if (rows.length === 0) return [];
-    return trx('candidate_payments').insert(rows).onConflict(['chain', 'tx_hash', 'log_index']).ignore().returning(['payer', 'payee']);
+  async insertPayments(input: { rows: CandidatePaymentRow[] }, trx: Knex.Transaction): Promise<Array<{ payer: string; payee: string }>> {
+    if (input.rows.length === 0) return [];
+    return trx<CandidatePaymentRow>('candidate_payments')
+      .insert(input.rows)
+      .onConflict(['chain', 'tx_hash', 'log_index'])
+      .ignore()
+      .returning(['payer', 'payee']);
   }
 
   /** Owners and agent wallets of the given agents (`chain:tokenId` keys). */
-  async partiesOfAgents(keys: string[]): Promise<string[]> {
-    if (keys.length === 0) return [];
-    const pairs = keys.map((k) => {
+  async partiesOfAgents(input: { keys: string[] }, trx?: Knex.Transaction): Promise<string[]> {
+    if (input.keys.length === 0) return [];
+    const pairs = input.keys.map((k) => {
       const i = k.indexOf(':');
       return [k.slice(0, i), k.slice(i + 1)];
     });
-    const rows = await this.db('erc8004_agents').whereIn(['chain', 'token_id'], pairs).select('owner', 'agent_wallet');
+    const rows = await (trx ?? this.db)<AgentDbRow>('erc8004_agents').whereIn(['chain', 'token_id'], pairs).select('owner', 'agent_wallet');
     const out = new Set<string>();
     for (const r of rows) {
       if (r.owner && r.owner !== '0x0000000000000000000000000000000000000000') out.add(r.owner);
@@ -198,16 +304,29 @@ export class ReputationChainRepository {
   }
 
   /** Agents whose registration file must be (re)read, or whose evidence is older than `evidenceBefore`. */
-  async agentsToResolve(chain: string, options: { maxAttempts: number; retryBefore: Date; evidenceBefore: Date; limit: number }): Promise<AgentRow[]> {
-    const rows = await this.db('erc8004_agents')
-      .where({ chain })
-      .andWhere((q) =>
-        q
-          .where('registration_status', 'pending')
-          .orWhere((q2) =>
-            q2.where('registration_status', 'error').andWhere('registration_attempts', '<', options.maxAttempts).andWhere('registration_fetched_at', '<', options.retryBefore),
-          )
-          .orWhere((q2) => q2.where('registration_status', 'ok').andWhere((q3) => q3.whereNull('evidence_checked_at').orWhere('evidence_checked_at', '<', options.evidenceBefore))),
+  async agentsToResolve(
+    options: { chain: string; maxAttempts: number; retryBefore: Date; evidenceBefore: Date; limit: number },
+    trx?: Knex.Transaction,
+  ): Promise<AgentRow[]> {
+    const rows = await (trx ?? this.db)<AgentDbRow>('erc8004_agents')
+      .where({ chain: options.chain })
+      .andWhere(
+        (q) =>
+          void q
+            .where('registration_status', 'pending')
+            .orWhere(
+              (q2) =>
+                void q2
+                  .where('registration_status', 'error')
+                  .andWhere('registration_attempts', '<', options.maxAttempts)
+                  .andWhere('registration_fetched_at', '<', options.retryBefore),
+            )
+            .orWhere(
+              (q2) =>
+                void q2
+                  .where('registration_status', 'ok')
+                  .andWhere((q3) => void q3.whereNull('evidence_checked_at').orWhere('evidence_checked_at', '<', options.evidenceBefore)),
+            ),
       )
       .orderBy('updated_at')
       .limit(options.limit);
@@ -218,16 +337,20 @@ export class ReputationChainRepository {
    * Stores a resolution result, but only if the agent still points at the URI that was resolved (a
    * URIUpdated indexed meanwhile wins). On failure the last good registration is kept, not erased.
    */
-  async saveResolution(a: {
-    chain: string;
-    token_id: string;
-    uri: string | null;
-    status: 'ok' | 'error' | 'unsupported' | 'none';
-    registration: unknown | null;
-    error: string | null;
-    evidence: unknown | null;
-    now: Date;
-  }): Promise<boolean> {
+  async saveResolution(
+    a: {
+      chain: string;
+      token_id: string;
+      uri: string | null;
+      status: 'ok' | 'error' | 'unsupported' | 'none';
+      registration: unknown;
+      error: string | null;
+      evidence: unknown;
+      now: Date;
+    },
+    trx?: Knex.Transaction,
+  ): Promise<boolean> {
+    const db = trx ?? this.db;
     const patch: Record<string, unknown> = {
       registration_status: a.status,
       registration_error: a.error,
@@ -240,13 +363,13 @@ export class ReputationChainRepository {
       patch.evidence = JSON.stringify(a.evidence);
       patch.evidence_checked_at = a.now;
     } else if (a.status === 'error') {
-      patch.registration_attempts = this.db.raw('registration_attempts + 1');
+      patch.registration_attempts = db.raw('registration_attempts + 1');
     } else {
       patch.registration = null;
       patch.registration_uri = a.uri;
       patch.evidence = null;
     }
-    const q = this.db('erc8004_agents').where({ chain: a.chain, token_id: a.token_id });
+    const q = db('erc8004_agents').where({ chain: a.chain, token_id: a.token_id });
     if (a.uri === null) q.whereNull('agent_uri');
     else q.where('agent_uri', a.uri);
     return (await q.update(patch)) > 0;
@@ -254,19 +377,23 @@ export class ReputationChainRepository {
 
   // ---- reads for the scorer ----
 
-  async agentsOwnedBy(address: string): Promise<AgentRow[]> {
-    return (await this.db('erc8004_agents').where({ owner: address }).orderBy(['chain', 'registered_block'])).map(toAgent);
+  async agentsOwnedBy(input: { address: string }, trx?: Knex.Transaction): Promise<AgentRow[]> {
+    return (await (trx ?? this.db)<AgentDbRow>('erc8004_agents').where({ owner: input.address }).orderBy(['chain', 'registered_block'])).map(toAgent);
   }
 
-  async agentsWithWallet(address: string): Promise<AgentRow[]> {
-    return (await this.db('erc8004_agents').where({ agent_wallet: address }).orderBy(['chain', 'registered_block'])).map(toAgent);
+  async agentsWithWallet(input: { address: string }, trx?: Knex.Transaction): Promise<AgentRow[]> {
+    return (await (trx ?? this.db)<AgentDbRow>('erc8004_agents').where({ agent_wallet: input.address }).orderBy(['chain', 'registered_block'])).map(toAgent);
   }
 
-  async feedbackFor(chain: string, tokenIds: string[]): Promise<FeedbackRow[]> {
-    if (tokenIds.length === 0) return [];
-    const rows = await this.db('erc8004_feedback')
-      .where({ chain })
-      .whereIn('token_id', tokenIds)
+  /** Unrevoked feedback on the given agents, in one statement. */
+  async liveFeedbackOn(input: { agents: Array<{ chain: string; token_id: string }> }, trx?: Knex.Transaction): Promise<FeedbackRow[]> {
+    if (input.agents.length === 0) return [];
+    const rows = await (trx ?? this.db)<DriverRow<FeedbackRow, 'feedback_index' | 'value_decimals'>>('erc8004_feedback')
+      .whereIn(
+        ['chain', 'token_id'],
+        input.agents.map((a) => [a.chain, a.token_id]),
+      )
+      .whereNull('revoked_at')
       .select('chain', 'token_id', 'client_address', 'feedback_index', 'value', 'value_decimals', 'tag1', 'tag2', 'given_at', 'revoked_at');
     return rows.map((r) => ({ ...r, feedback_index: Number(r.feedback_index), value_decimals: Number(r.value_decimals) }));
   }
@@ -276,81 +403,121 @@ export class ReputationChainRepository {
    * of rows). `verified_payee*` counts payments into the address from a wallet captured by a merchant within
    * `marginHours` of that capture's window — payments the service itself saw the payer make.
    */
-  async paymentStats(address: string, options: { network: string; marginHours: number; chain?: string }): Promise<Map<string, PaymentStats>> {
-    const chainFilter = options.chain ? 'and chain = ?' : '';
-    const chainArg = options.chain ? [options.chain] : [];
+  async paymentStats(options: { address: string; network: string; marginHours: number }, trx?: Knex.Transaction): Promise<Map<string, PaymentStats>> {
+    const db = trx ?? this.db;
+    const { address } = options;
     const [totals, verified] = await Promise.all([
-      this.db.raw(
-        `select chain, count(*) as total,
-                count(*) filter (where payer = ?) as as_payer,
-                count(*) filter (where payee = ?) as as_payee,
-                count(distinct case when payer = ? then payee else payer end) as counterparties,
-                count(distinct to_char(block_time at time zone 'UTC', 'YYYY-MM-DD')) as active_days,
-                count(distinct to_char(block_time at time zone 'UTC', 'YYYY-MM')) as active_months,
-                min(block_time) as first_at, max(block_time) as last_at
-           from candidate_payments where (payer = ? or payee = ?) ${chainFilter} group by chain`,
-        [address, address, address, address, address, ...chainArg],
+      db.raw<{ rows: PaymentTotalsRow[] }>(
+        `select chain, ${PAYMENT_TOTALS_SQL}
+           from candidate_payments where (payer = ? or payee = ?) group by chain`,
+        [address, address, address, address, address],
       ),
-      this.db.raw(
+      db.raw<{ rows: VerifiedPayeeRow[] }>(
         `select p.chain, count(*) as n, min(p.block_time) as first_at, max(p.block_time) as last_at
            from candidate_payments p
-          where p.payee = ? ${chainFilter.replace('chain', 'p.chain')}
-            and exists (select 1 from wallet_captures c
-                         where c.network = ? and c.wallet_address = p.payer
-                           and p.block_time between c.first_seen_at - make_interval(hours => ?) and c.last_seen_at + make_interval(hours => ?))
+          where p.payee = ? and ${VERIFIED_PAYER_SQL}
           group by p.chain`,
-        [address, ...chainArg, options.network, options.marginHours, options.marginHours],
+        [address, options.network, options.marginHours, options.marginHours],
       ),
     ]);
-    const out = new Map<string, PaymentStats>();
-    for (const r of totals.rows as Array<Record<string, unknown>>) {
-      out.set(String(r.chain), {
-        total: Number(r.total),
-        asPayer: Number(r.as_payer),
-        asPayee: Number(r.as_payee),
-        counterparties: Number(r.counterparties),
-        activeDays: Number(r.active_days),
-        activeMonths: Number(r.active_months),
-        firstAt: r.first_at ? new Date(r.first_at as string) : null,
-        lastAt: r.last_at ? new Date(r.last_at as string) : null,
-        verifiedPayee: 0,
-        verifiedPayeeFirstAt: null,
-        verifiedPayeeLastAt: null,
-      });
-    }
-    for (const r of verified.rows as Array<Record<string, unknown>>) {
-      const stats = out.get(String(r.chain));
-      if (!stats) continue;
-      stats.verifiedPayee = Number(r.n);
-      stats.verifiedPayeeFirstAt = r.first_at ? new Date(r.first_at as string) : null;
-      stats.verifiedPayeeLastAt = r.last_at ? new Date(r.last_at as string) : null;
-    }
-    return out;
+    const verifiedByChain = new Map(verified.rows.map((r) => [r.chain, r]));
+    return new Map(totals.rows.map((r) => [r.chain, toPaymentStats(r, verifiedByChain.get(r.chain))]));
+  }
+
+  /**
+   * paymentStats() of many (address, chain) pairs in two statements, keyed `chain:address`; a pair without
+   * payments gets empty stats. The scorer reads every agent wallet's activity with it.
+   */
+  async paymentStatsOnChains(
+    options: { pairs: Array<{ address: string; chain: string }>; network: string; marginHours: number },
+    trx?: Knex.Transaction,
+  ): Promise<Map<string, PaymentStats>> {
+    const pairs = [...new Map(options.pairs.map((p) => [`${p.chain}:${p.address}`, p])).values()];
+    if (pairs.length === 0) return new Map();
+    const db = trx ?? this.db;
+    const columns = [pairs.map((p) => p.address), pairs.map((p) => p.chain)];
+    const [totals, verified] = await Promise.all([
+      db.raw<{ rows: Array<PaymentTotalsRow & { address: string }> }>(
+        `select q.address, q.chain, s.*
+           from unnest(?::text[], ?::text[]) as q(address, chain)
+           cross join lateral (
+             select ${PAYMENT_TOTALS_SQL.replace(/\?/g, 'q.address')}
+               from candidate_payments where (payer = q.address or payee = q.address) and chain = q.chain
+           ) s`,
+        columns,
+      ),
+      db.raw<{ rows: Array<VerifiedPayeeRow & { address: string }> }>(
+        `select q.address, q.chain, v.*
+           from unnest(?::text[], ?::text[]) as q(address, chain)
+           cross join lateral (
+             select count(*) as n, min(p.block_time) as first_at, max(p.block_time) as last_at
+               from candidate_payments p
+              where p.payee = q.address and p.chain = q.chain and ${VERIFIED_PAYER_SQL}
+           ) v`,
+        [...columns, options.network, options.marginHours, options.marginHours],
+      ),
+    ]);
+    const verifiedByKey = new Map(verified.rows.map((r) => [`${r.chain}:${r.address}`, r]));
+    return new Map(totals.rows.map((r) => [`${r.chain}:${r.address}`, toPaymentStats(r, verifiedByKey.get(`${r.chain}:${r.address}`))]));
   }
 
   /** Chains on which the address appears in indexed data (agent owner/wallet, payer or payee). */
-  async chainsWithEvidence(address: string): Promise<string[]> {
-    const rows = await this.db.raw(
+  async chainsWithEvidence(input: { address: string }, trx?: Knex.Transaction): Promise<string[]> {
+    const { address } = input;
+    const rows = await (trx ?? this.db).raw<{ rows: Array<{ chain: string }> }>(
       `select chain from erc8004_agents where owner = ? or agent_wallet = ?
        union select chain from candidate_payments where payer = ?
        union select chain from candidate_payments where payee = ?
        union select chain from erc8004_feedback where client_address = ?`,
       [address, address, address, address, address],
     );
-    return (rows.rows as Array<{ chain: string }>).map((r) => r.chain).sort();
+    return rows.rows.map((r) => r.chain).sort();
   }
 
-  async countPayments(chain: string): Promise<number> {
-    const row = await this.db('candidate_payments').where({ chain }).count<{ count: number }[]>('* as count').first();
+  async countPayments(input: { chain: string }, trx?: Knex.Transaction): Promise<number> {
+    const row = await (trx ?? this.db)<CandidatePaymentRow>('candidate_payments')
+      .where({ chain: input.chain })
+      .count<{ count: number }[]>('* as count')
+      .first();
     return Number(row?.count ?? 0);
   }
 }
 
-function toAgent(r: Record<string, unknown>): AgentRow {
+/** Aggregates over the candidate payments of one address (bound three times as `?`), per group. */
+const PAYMENT_TOTALS_SQL = `count(*) as total,
+                count(*) filter (where payer = ?) as as_payer,
+                count(*) filter (where payee = ?) as as_payee,
+                count(distinct case when payer = ? then payee else payer end) as counterparties,
+                count(distinct to_char(block_time at time zone 'UTC', 'YYYY-MM-DD')) as active_days,
+                count(distinct to_char(block_time at time zone 'UTC', 'YYYY-MM')) as active_months,
+                min(block_time) as first_at, max(block_time) as last_at`;
+
+/** Payment `p` came from a wallet captured by a merchant within the margin of its capture window (binds network, margin, margin). */
+const VERIFIED_PAYER_SQL = `exists (select 1 from wallet_captures c
+                         where c.network = ? and c.wallet_address = p.payer
+                           and p.block_time between c.first_seen_at - make_interval(hours => ?) and c.last_seen_at + make_interval(hours => ?))`;
+
+function toPaymentStats(r: Omit<PaymentTotalsRow, 'chain'>, verified: Omit<VerifiedPayeeRow, 'chain'> | undefined): PaymentStats {
   return {
-    ...(r as unknown as AgentRow),
+    total: Number(r.total),
+    asPayer: Number(r.as_payer),
+    asPayee: Number(r.as_payee),
+    counterparties: Number(r.counterparties),
+    activeDays: Number(r.active_days),
+    activeMonths: Number(r.active_months),
+    firstAt: r.first_at ? new Date(r.first_at) : null,
+    lastAt: r.last_at ? new Date(r.last_at) : null,
+    verifiedPayee: verified ? Number(verified.n) : 0,
+    verifiedPayeeFirstAt: verified?.first_at ? new Date(verified.first_at) : null,
+    verifiedPayeeLastAt: verified?.last_at ? new Date(verified.last_at) : null,
+  };
+}
+
+function toAgent(r: AgentDbRow): AgentRow {
+  return {
+    ...r,
     registered_block: num(r.registered_block),
     registration_attempts: Number(r.registration_attempts ?? 0),
-    metadata: (r.metadata as Record<string, string>) ?? {},
+    metadata: r.metadata ?? {},
   };
 }

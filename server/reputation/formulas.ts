@@ -1,13 +1,25 @@
-// The v1 score model in one place (pure functions, no I/O): five dimensions 0–100, a confidence 0–1 that grows
+// The score model in one place (pure functions, no I/O): five dimensions 0–100, a confidence 0–1 that grows
 // with evidence volume, the score, the grade (A ≥ 80, B ≥ 65, C ≥ 50, D ≥ 35, F), the entity classification
-// with reasons, and the tail-risk weighted operator score. the README (Reputation, score model) renders this as a table; keep
-// the two in step, and bump SCORE_VERSION when a formula changes meaning.
+// with reasons, and the tail-risk weighted operator score. Bump SCORE_VERSION when a formula changes meaning.
+//
+// v2: the score starts at a neutral prior and evidence moves it (the weighted dimensions count in proportion to
+// confidence), so a wallet with little evidence scores near the prior ("not enough evidence", grade C) instead
+// of failing: absence of on-chain history is not evidence of risk. v1 multiplied the weighted dimensions by
+// 0.6 + 0.4·confidence, which graded a new KYC-verified buyer's wallet F.
 
-export const SCORE_VERSION = 'v1';
+import type { VerificationLevel } from '../../shared/types';
+
+export const SCORE_VERSION = 'v2';
+
+/** Where a score with no evidence sits: the middle of the C band. Operator verification raises it. */
+export const NEUTRAL_PRIOR = 50;
+const VERIFICATION_PRIOR: Record<VerificationLevel, number> = { none: 0, wallet_claimed: 5, kyc_verified: 10 };
+
+/** Below this confidence the profile carries a caveat: the score says "not enough evidence", not "risky". */
+export const LOW_EVIDENCE_CONFIDENCE = 0.5;
 
 export type Grade = 'A' | 'B' | 'C' | 'D' | 'F';
 export type EntityType = 'agent' | 'operator' | 'service' | 'wallet' | 'unknown';
-export type VerificationLevel = 'none' | 'wallet_claimed' | 'kyc_verified';
 
 export interface Dimensions {
   identity: number;
@@ -140,7 +152,8 @@ export function dimensions(f: Features): Dimensions {
 /** 0–1: how much evidence stands behind the score. */
 export function confidence(f: Features): number {
   const evidence =
-    f.candidate.asPayer + f.candidate.asPayee +
+    f.candidate.asPayer +
+    f.candidate.asPayee +
     2 * (f.verified.asPayer + f.verified.asPayee) +
     3 * f.feedback.count +
     5 * Math.min(3, f.registeredAgents + b(f.isAgentWallet)) +
@@ -149,10 +162,20 @@ export function confidence(f: Features): number {
   return Math.round((1 - Math.exp(-evidence / 15)) * 100) / 100;
 }
 
-/** Weighted dimensions, scaled by 0.6 + 0.4·confidence so thin evidence cannot produce a high score. */
-export function scoreValue(d: Dimensions, conf: number): number {
-  const raw = WEIGHTS.identity * d.identity + WEIGHTS.activity * d.activity + WEIGHTS.capability * d.capability + WEIGHTS.reach * d.reach + WEIGHTS.trust * d.trust;
-  return Math.round(clamp100(raw * (0.6 + 0.4 * conf)));
+/** The score an address with no evidence gets: the neutral prior, raised by its operator's verification. */
+export function scorePrior(level: VerificationLevel): number {
+  return NEUTRAL_PRIOR + VERIFICATION_PRIOR[level];
+}
+
+/**
+ * prior + confidence·(weighted dimensions − prior): with no evidence the score is the prior, with strong
+ * evidence it is the weighted dimensions, and thin evidence moves it only part of the way either side.
+ */
+export function scoreValue(d: Dimensions, conf: number, prior: number = NEUTRAL_PRIOR): number {
+  const raw =
+    WEIGHTS.identity * d.identity + WEIGHTS.activity * d.activity + WEIGHTS.capability * d.capability + WEIGHTS.reach * d.reach + WEIGHTS.trust * d.trust;
+  const c = Math.max(0, Math.min(1, conf));
+  return Math.round(clamp100(prior + c * (raw - prior)));
 }
 
 export function grade(score: number): Grade {
@@ -173,7 +196,7 @@ export interface Scored {
 export function scoreFeatures(f: Features): Scored {
   const d = dimensions(f);
   const conf = confidence(f);
-  const score = scoreValue(d, conf);
+  const score = scoreValue(d, conf, scorePrior(f.verificationLevel));
   return { score, grade: grade(score), confidence: conf, dimensions: d };
 }
 
@@ -201,10 +224,18 @@ export function classify(f: Features, ownsAgents: number): Classification {
     return { entity_type: 'operator', confidence: 0.95, reasons: ['owns_registered_erc8004_agents', ...reasons] };
   }
   if (incoming >= 3 && incoming >= 2 * outgoing) {
-    return { entity_type: 'service', confidence: Math.round(Math.min(0.9, 0.5 + 0.1 * Math.log2(incoming)) * 100) / 100, reasons: ['mostly_payee', ...reasons] };
+    return {
+      entity_type: 'service',
+      confidence: Math.round(Math.min(0.9, 0.5 + 0.1 * Math.log2(incoming)) * 100) / 100,
+      reasons: ['mostly_payee', ...reasons],
+    };
   }
   if (outgoing + incoming > 0) {
-    return { entity_type: 'wallet', confidence: Math.round(Math.min(0.85, 0.5 + 0.1 * Math.log2(1 + outgoing + incoming)) * 100) / 100, reasons: ['payer_activity', ...reasons] };
+    return {
+      entity_type: 'wallet',
+      confidence: Math.round(Math.min(0.85, 0.5 + 0.1 * Math.log2(1 + outgoing + incoming)) * 100) / 100,
+      reasons: ['payer_activity', ...reasons],
+    };
   }
   return { entity_type: 'unknown', confidence: 0, reasons: ['no_indexed_activity', ...reasons] };
 }

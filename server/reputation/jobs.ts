@@ -28,23 +28,47 @@ export interface ReputationWorkerSettings {
   rescoreIntervalSeconds: number;
 }
 
+export interface ReputationWorkersOptions {
+  jobs: JobQueue;
+  scorer: ReputationScorer;
+  indexers: Map<string, ChainIndexer>;
+  repo: ReputationRepository;
+  chainRepo: ReputationChainRepository;
+  settings: ReputationWorkerSettings;
+  logger: Logger;
+  now: () => Date;
+}
+
 export class ReputationWorkers {
-  constructor(
-    private readonly jobs: JobQueue,
-    private readonly scorer: ReputationScorer,
-    private readonly indexers: Map<string, ChainIndexer>,
-    private readonly repo: ReputationRepository,
-    private readonly chainRepo: ReputationChainRepository,
-    private readonly settings: ReputationWorkerSettings,
-    private readonly logger: Logger,
-    private readonly now: () => Date,
-  ) {}
+  private readonly jobs: JobQueue;
+  private readonly scorer: ReputationScorer;
+  private readonly indexers: Map<string, ChainIndexer>;
+  private readonly repo: ReputationRepository;
+  private readonly chainRepo: ReputationChainRepository;
+  private readonly settings: ReputationWorkerSettings;
+  private readonly logger: Logger;
+  private readonly now: () => Date;
+
+  constructor(options: ReputationWorkersOptions) {
+    this.jobs = options.jobs;
+    this.scorer = options.scorer;
+    this.indexers = options.indexers;
+    this.repo = options.repo;
+    this.chainRepo = options.chainRepo;
+    this.settings = options.settings;
+    this.logger = options.logger;
+    this.now = options.now;
+  }
 
   /** Registers the processors (every instance that runs workers). */
   register(): void {
-    this.jobs.process<ScoreJobData>(REPUTATION_SCORE_JOB, async (data) => {
-      await this.scorer.score(data);
-    }, { concurrency: 2 });
+    this.jobs.process<ScoreJobData>(
+      REPUTATION_SCORE_JOB,
+      async (data) => {
+        await this.scorer.score(data);
+      },
+      { concurrency: 2 },
+    );
     this.jobs.process(REPUTATION_RESCORE_JOB, async () => {
       await this.rescoreStale();
     });
@@ -66,8 +90,8 @@ export class ReputationWorkers {
 
   /** Queues scores for what an index run changed: agents' owners and wallets, and already-known payment parties. */
   async afterSync(result: SyncResult): Promise<number> {
-    const fromAgents = await this.chainRepo.partiesOfAgents(result.touchedAgents);
-    const knownParties = await this.repo.filterKnown('evm', result.touchedParties);
+    const fromAgents = await this.chainRepo.partiesOfAgents({ keys: result.touchedAgents });
+    const knownParties = await this.repo.filterKnown({ network: 'evm', addresses: result.touchedParties });
     const addresses = [...new Set([...fromAgents, ...knownParties])];
     for (const address of addresses) await enqueueScore(this.jobs, { address, network: 'evm', chain: result.chain, reason: 'index' });
     return addresses.length;
@@ -80,7 +104,7 @@ export class ReputationWorkers {
    */
   async rescoreStale(): Promise<number> {
     const before = new Date(this.now().getTime() - (this.settings.staleHours * 3600_000) / 2);
-    const [stale, unscored] = await Promise.all([this.repo.staleSubjects(before, RESCORE_BATCH), this.repo.unscoredKnown(RESCORE_BATCH)]);
+    const [stale, unscored] = await Promise.all([this.repo.staleSubjects({ before, limit: RESCORE_BATCH }), this.repo.unscoredKnown({ limit: RESCORE_BATCH })]);
     for (const s of stale) await enqueueScore(this.jobs, { address: s.address, network: s.network, chain: null, reason: 'stale' });
     for (const s of unscored) await enqueueScore(this.jobs, { address: s.address, network: s.network, chain: null, reason: 'unscored' });
     if (stale.length + unscored.length) this.logger.info({ stale: stale.length, unscored: unscored.length }, 'reputation re-score queued');

@@ -6,25 +6,22 @@ import type { Knex } from 'knex';
 import type { Logger } from '../logger';
 import type { ChainConfig } from '../chain/config';
 import { metadataKind } from '../chain/registration';
-import { emptyPaymentStats, type AgentRow, type FeedbackRow, type PaymentStats, type ReputationChainRepository, type SyncStateRow } from '../repositories/reputationChain';
-import type { AgentScoreRow, CaptureRow, ChainScoreRow, ReputationRepository } from '../repositories/reputation';
-import { parseAddress } from '../../shared/address';
 import {
-  SCORE_VERSION,
-  classify,
-  emptyFeatures,
-  feedbackKind,
-  feedbackValue,
-  grade,
-  operatorScore,
-  scoreFeatures,
-  type Features,
-  type VerificationLevel,
-} from './formulas';
+  emptyPaymentStats,
+  type AgentRow,
+  type FeedbackRow,
+  type PaymentStats,
+  type ReputationChainRepository,
+  type SyncStateRow,
+} from '../repositories/reputationChain';
+import type { AgentScoreRow, CaptureRow, ChainScoreRow, ReputationRepository, SubjectRow } from '../repositories/reputation';
+import { parseAddress } from '../../shared/address';
+import { SCORE_VERSION, classify, emptyFeatures, feedbackKind, feedbackValue, grade, operatorScore, scoreFeatures, type Features } from './formulas';
+import type { AddressFamily, VerificationLevel } from '../../shared/types';
 
 export interface ScoreJobData {
   address: string;
-  network: 'evm' | 'solana';
+  network: AddressFamily;
   chain: string | null;
   reason: string;
 }
@@ -59,22 +56,35 @@ interface EvidenceJson {
   github_stars?: number | null;
 }
 
+export interface ReputationScorerOptions {
+  db: Knex;
+  repo: ReputationRepository;
+  chainRepo: ReputationChainRepository;
+  chains: ChainConfig[];
+  logger: Logger;
+  now: () => Date;
+}
+
 export class ReputationScorer {
   private readonly chains: Map<string, ChainConfig>;
 
-  constructor(
-    private readonly db: Knex,
-    private readonly repo: ReputationRepository,
-    private readonly chainRepo: ReputationChainRepository,
-    chains: ChainConfig[],
-    private readonly logger: Logger,
-    private readonly now: () => Date,
-  ) {
-    this.chains = new Map(chains.map((c) => [c.name, c]));
+  private readonly db: Knex;
+  private readonly repo: ReputationRepository;
+  private readonly chainRepo: ReputationChainRepository;
+  private readonly logger: Logger;
+  private readonly now: () => Date;
+
+  constructor(options: ReputationScorerOptions) {
+    this.db = options.db;
+    this.repo = options.repo;
+    this.chainRepo = options.chainRepo;
+    this.logger = options.logger;
+    this.now = options.now;
+    this.chains = new Map(options.chains.map((c) => [c.name, c]));
   }
 
-  /** The chain a never-seen address is scored on: base (spec), unless the server indexes other chains only. */
-  defaultChain(network: 'evm' | 'solana'): string {
+  /** The chain a never-seen address is scored on: base (the most common x402 chain), unless the server indexes other chains only. */
+  defaultChain(network: AddressFamily): string {
     if (network === 'solana') return 'solana';
     if (this.chains.size === 0 || this.chains.has('base')) return 'base';
     return [...this.chains.keys()][0];
@@ -91,150 +101,209 @@ export class ReputationScorer {
   async score(job: ScoreJobData): Promise<ScoreOutcome> {
     const parsed = parseAddress(job.address);
     if (!parsed) throw new Error('reputation.score: malformed address');
-    const { network, address } = parsed;
+    const data = await this.load(job, parsed.network, parsed.address);
+    const { network, address } = data;
+    const scored = data.targets.filter((chain) => data.inSync(chain));
+    const skipped = data.targets.filter((chain) => !data.inSync(chain));
+    if (scored.length === 0 && data.existing.length === 0) {
+      this.logger.info({ network, address, skipped }, 'reputation: nothing scoreable yet (chains out of sync)');
+      return { scored, skipped };
+    }
+    const chainRows = scored.map((chain) => chainScoreRow(data, chain));
+    // Agent scores for the operator's agents on chains whose index is in sync; others keep their last score.
+    const agentRows = data.agents.map((a) => agentScoreRow(a, data));
+    await this.db.transaction(async (trx) => {
+      await this.repo.saveChainScores({ rows: chainRows }, trx);
+      await this.repo.saveAgentScores({ rows: agentRows }, trx);
+      const agentScores = await this.repo.agentScores({ keys: data.owned.map((a) => ({ chain: a.chain, token_id: a.token_id })) }, trx);
+      await this.repo.saveSubject({ row: subjectRow(data, chainRows, agentScores) }, trx);
+    });
+    this.logger.debug({ network, address, scored, skipped, reason: job.reason }, 'reputation scored');
+    return { scored, skipped };
+  }
+
+  /** Everything one score reads, each in one statement (never one per chain or per agent). */
+  private async load(job: ScoreJobData, network: AddressFamily, address: string): Promise<ScoringData> {
     const now = this.now();
-    const states = new Map((await this.chainRepo.syncStates()).map((s) => [s.chain, s]));
-    const existing = await this.repo.chainScores(network, address);
+    const [syncStates, existing] = await Promise.all([this.chainRepo.syncStates(), this.repo.chainScores({ network, address })]);
+    const states = new Map(syncStates.map((s) => [s.chain, s]));
+    const inSync = (chain: string) => this.isInSync(chain, states, now);
 
     const evm = network === 'evm';
     const [owned, asWallet, payments, evidenceChains] = evm
       ? await Promise.all([
-          this.chainRepo.agentsOwnedBy(address),
-          this.chainRepo.agentsWithWallet(address),
-          this.chainRepo.paymentStats(address, { network, marginHours: CAPTURE_WINDOW_MARGIN_HOURS }),
-          this.chainRepo.chainsWithEvidence(address),
+          this.chainRepo.agentsOwnedBy({ address }),
+          this.chainRepo.agentsWithWallet({ address }),
+          this.chainRepo.paymentStats({ address, network, marginHours: CAPTURE_WINDOW_MARGIN_HOURS }),
+          this.chainRepo.chainsWithEvidence({ address }),
         ])
       : [[], [], new Map<string, PaymentStats>(), []];
     const jobChain = job.chain && (evm ? job.chain !== 'solana' : job.chain === 'solana') ? job.chain : null;
     let targets = [...new Set([jobChain, ...evidenceChains, ...existing.map((c) => c.chain)].filter((c): c is string => Boolean(c)))];
     if (targets.length === 0) targets = [this.defaultChain(network)];
 
-    const [ownCaptures, level] = await Promise.all([this.repo.capturesOf(network, [address]), this.repo.verificationLevel(network, address)]);
-
     const related = uniqueAgents([...owned, ...asWallet]);
+    // Agents are scored only when something will be saved (a chain in sync, or an existing profile).
+    const scoredAgents = targets.some(inSync) || existing.length > 0 ? owned.slice(0, MAX_AGENTS_SCORED).filter((a) => inSync(a.chain)) : [];
+    const agentWallets = scoredAgents.flatMap((a) => (a.agent_wallet ? [{ address: a.agent_wallet, chain: a.chain }] : []));
+    const [ownCaptures, level, feedback, walletPayments, walletCaptures] = await Promise.all([
+      this.repo.capturesOf({ network, addresses: [address] }),
+      this.repo.verificationLevel({ network, address }),
+      this.chainRepo.liveFeedbackOn({ agents: related }),
+      this.chainRepo.paymentStatsOnChains({ pairs: agentWallets, network, marginHours: CAPTURE_WINDOW_MARGIN_HOURS }),
+      this.repo.capturesOf({ network, addresses: [...new Set(agentWallets.map((w) => w.address))] }),
+    ]);
+    const linked = ownCaptures.length > 0 || level !== 'none' || (await this.repo.isLinkedWallet({ network, address }));
+
+    // Per chain in the order the agents list them (the profile's feedback block keeps that order).
     const feedbackByChain = new Map<string, FeedbackRow[]>();
-    for (const chain of new Set(related.map((a) => a.chain))) {
-      feedbackByChain.set(chain, (await this.chainRepo.feedbackFor(chain, related.filter((a) => a.chain === chain).map((a) => a.token_id))).filter((f) => !f.revoked_at));
-    }
-
-    const scored: string[] = [];
-    const skipped: string[] = [];
-    const chainRows: ChainScoreRow[] = [];
-    for (const chain of targets) {
-      if (!this.isInSync(chain, states, now)) {
-        skipped.push(chain);
-        continue;
-      }
-      const chainAgents = related.filter((a) => a.chain === chain);
-      const chainOwned = owned.filter((a) => a.chain === chain);
-      const chainPayments = payments.get(chain) ?? emptyPaymentStats();
-      const feedback = feedbackByChain.get(chain) ?? [];
-      const features = buildFeatures({
-        address,
-        agents: chainAgents,
-        ownedCount: chainOwned.length,
-        isAgentWallet: asWallet.some((a) => a.chain === chain),
-        payments: chainPayments,
-        ownCaptures,
-        feedback,
-        level,
-      });
-      const result = scoreFeatures(features.features);
-      const classification = classify(features.features, owned.length);
-      const linked = ownCaptures.length > 0 || level !== 'none' || (await this.repo.isLinkedWallet(network, address));
-      chainRows.push({
-        network,
-        address,
+    for (const chain of new Set(related.map((a) => a.chain)))
+      feedbackByChain.set(
         chain,
-        score: result.score,
-        grade: result.grade,
-        confidence: result.confidence,
-        dimensions: { ...result.dimensions },
-        classification: {
-          ...classification,
-          is_known: related.length > 0 || linked,
-          is_known_erc8004_agent: chainAgents.length > 0,
-          has_candidate_payment_activity: chainPayments.total > 0,
-          has_verified_payment_activity: features.verifiedTotal > 0,
-        },
-        identity: features.identity,
-        activity: features.activity,
-        evidence: features.evidence,
-        version: SCORE_VERSION,
-        scored_at: now,
-      });
-      scored.push(chain);
-    }
-
-    if (chainRows.length === 0 && existing.length === 0) {
-      this.logger.info({ network, address, skipped }, 'reputation: nothing scoreable yet (chains out of sync)');
-      return { scored, skipped };
-    }
-
-    // Agent scores for the operator's agents on chains whose index is in sync; others keep their last score.
-    const agentRows: AgentScoreRow[] = [];
-    for (const agent of owned.slice(0, MAX_AGENTS_SCORED)) {
-      if (!this.isInSync(agent.chain, states, now)) continue;
-      const walletPayments = agent.agent_wallet
-        ? (await this.chainRepo.paymentStats(agent.agent_wallet, { network, marginHours: CAPTURE_WINDOW_MARGIN_HOURS, chain: agent.chain })).get(agent.chain) ?? emptyPaymentStats()
-        : emptyPaymentStats();
-      const walletCaptures = agent.agent_wallet ? await this.repo.capturesOf(network, [agent.agent_wallet]) : [];
-      const f = buildFeatures({
-        address: agent.agent_wallet ?? '',
-        agents: [agent],
-        ownedCount: 1,
-        isAgentWallet: false,
-        payments: walletPayments,
-        ownCaptures: walletCaptures,
-        feedback: (feedbackByChain.get(agent.chain) ?? []).filter((fb) => fb.token_id === agent.token_id),
-        level,
-      }).features;
-      const r = scoreFeatures(f);
-      agentRows.push({ chain: agent.chain, token_id: agent.token_id, score: r.score, grade: r.grade, confidence: r.confidence, dimensions: { ...r.dimensions }, version: SCORE_VERSION, scored_at: now });
-    }
-
-    await this.db.transaction(async (trx) => {
-      for (const row of chainRows) await this.repo.saveChainScore(row, trx);
-      await this.repo.saveAgentScores(agentRows, trx);
-      const allChainRows = [...chainRows, ...existing.filter((e) => !chainRows.some((c) => c.chain === e.chain))];
-      const agentScores = new Map(
-        (await this.repo.agentScores(owned.map((a) => ({ chain: a.chain, token_id: a.token_id })), trx)).map((s) => [`${s.chain}:${s.token_id}`, s]),
+        feedback.filter((f) => f.chain === chain),
       );
-      const agents = owned.map((a) => {
-        const s = agentScores.get(`${a.chain}:${a.token_id}`);
-        return { token_id: Number(a.token_id), chain: a.chain, name: (a.registration as RegistrationJson | null)?.name ?? null, score: s?.score ?? null, grade: s?.grade ?? null };
-      });
-      const opValue = operatorScore(agents.map((a) => a.score).filter((s): s is number => s !== null));
-      const operator = owned.length > 0 && opValue !== null
-        ? { score: opValue, grade: grade(opValue), agent_count: owned.length, chains_active: [...new Set(owned.map((a) => a.chain))].sort() }
-        : null;
-      const best = [...allChainRows].sort((x, y) => y.score - x.score)[0];
-      const topScore = operator ? operator.score : best.score;
-      const entityType = owned.length > 0 ? 'operator' : String(best.classification.entity_type);
-      await this.repo.saveSubject(
-        {
-          network,
-          address,
-          chains: [...new Set(allChainRows.map((r) => r.chain))].sort(),
-          score: topScore,
-          grade: grade(topScore),
-          entity_type: entityType,
-          operator_score: operator,
-          reputation: reputationBlock([...feedbackByChain.values()].flat()),
-          agents,
-          caveats: registrationCaveats(related),
-          version: SCORE_VERSION,
-          // The oldest chain score behind the profile: a profile is only as fresh as its stalest part.
-          scored_at: new Date(Math.min(...allChainRows.map((r) => new Date(r.scored_at).getTime()))),
-          updated_at: now,
-          last_error: null,
-        },
-        trx,
-      );
-    });
-    this.logger.debug({ network, address, scored, skipped, reason: job.reason }, 'reputation scored');
-    return { scored, skipped };
+    const agents = scoredAgents.map((agent) => ({
+      agent,
+      payments: agent.agent_wallet ? (walletPayments.get(`${agent.chain}:${agent.agent_wallet}`) ?? emptyPaymentStats()) : emptyPaymentStats(),
+      captures: agent.agent_wallet ? walletCaptures.filter((c) => c.wallet_address === agent.agent_wallet) : [],
+    }));
+    return { network, address, now, existing, targets, inSync, owned, asWallet, related, payments, ownCaptures, level, linked, feedbackByChain, agents };
   }
+}
+
+/** What score() loaded for one address; everything after loading is pure computation over it. */
+interface ScoringData {
+  network: AddressFamily;
+  address: string;
+  now: Date;
+  /** Chain scores stored before this run. */
+  existing: ChainScoreRow[];
+  /** Chains to score: the job's, every chain with evidence, every chain scored before (or the default chain). */
+  targets: string[];
+  inSync: (chain: string) => boolean;
+  owned: AgentRow[];
+  asWallet: AgentRow[];
+  /** Owned agents and agents whose wallet this address is, once each. */
+  related: AgentRow[];
+  payments: Map<string, PaymentStats>;
+  ownCaptures: CaptureRow[];
+  level: VerificationLevel;
+  /** Claimed or captured by some operator. */
+  linked: boolean;
+  /** Unrevoked feedback on the related agents, per chain. */
+  feedbackByChain: Map<string, FeedbackRow[]>;
+  /** The owned agents scored in this run, with their agent wallet's payments and captures. */
+  agents: ScoredAgentData[];
+}
+
+interface ScoredAgentData {
+  agent: AgentRow;
+  payments: PaymentStats;
+  captures: CaptureRow[];
+}
+
+function chainScoreRow(data: ScoringData, chain: string): ChainScoreRow {
+  const chainAgents = data.related.filter((a) => a.chain === chain);
+  const chainPayments = data.payments.get(chain) ?? emptyPaymentStats();
+  const features = buildFeatures({
+    address: data.address,
+    agents: chainAgents,
+    ownedCount: data.owned.filter((a) => a.chain === chain).length,
+    isAgentWallet: data.asWallet.some((a) => a.chain === chain),
+    payments: chainPayments,
+    ownCaptures: data.ownCaptures,
+    feedback: data.feedbackByChain.get(chain) ?? [],
+    level: data.level,
+  });
+  const result = scoreFeatures(features.features);
+  const classification = classify(features.features, data.owned.length);
+  return {
+    network: data.network,
+    address: data.address,
+    chain,
+    score: result.score,
+    grade: result.grade,
+    confidence: result.confidence,
+    dimensions: { ...result.dimensions },
+    classification: {
+      ...classification,
+      is_known: data.related.length > 0 || data.linked,
+      is_known_erc8004_agent: chainAgents.length > 0,
+      has_candidate_payment_activity: chainPayments.total > 0,
+      has_verified_payment_activity: features.verifiedTotal > 0,
+    },
+    identity: features.identity,
+    activity: features.activity,
+    evidence: features.evidence,
+    version: SCORE_VERSION,
+    scored_at: data.now,
+  };
+}
+
+function agentScoreRow({ agent, payments, captures }: ScoredAgentData, data: ScoringData): AgentScoreRow {
+  const f = buildFeatures({
+    address: agent.agent_wallet ?? '',
+    agents: [agent],
+    ownedCount: 1,
+    isAgentWallet: false,
+    payments,
+    ownCaptures: captures,
+    feedback: (data.feedbackByChain.get(agent.chain) ?? []).filter((fb) => fb.token_id === agent.token_id),
+    level: data.level,
+  }).features;
+  const r = scoreFeatures(f);
+  return {
+    chain: agent.chain,
+    token_id: agent.token_id,
+    score: r.score,
+    grade: r.grade,
+    confidence: r.confidence,
+    dimensions: { ...r.dimensions },
+    version: SCORE_VERSION,
+    scored_at: data.now,
+  };
+}
+
+/** The profile row: this run's chain scores plus the ones kept from before, and every owned agent's latest score. */
+function subjectRow(data: ScoringData, chainRows: ChainScoreRow[], agentScoreRows: AgentScoreRow[]): SubjectRow & { last_error: null } {
+  const { owned } = data;
+  const allChainRows = [...chainRows, ...data.existing.filter((e) => !chainRows.some((c) => c.chain === e.chain))];
+  const agentScores = new Map(agentScoreRows.map((s) => [`${s.chain}:${s.token_id}`, s]));
+  const agents = owned.map((a) => {
+    const s = agentScores.get(`${a.chain}:${a.token_id}`);
+    return {
+      token_id: Number(a.token_id),
+      chain: a.chain,
+      name: (a.registration as RegistrationJson | null)?.name ?? null,
+      score: s?.score ?? null,
+      grade: s?.grade ?? null,
+    };
+  });
+  const opValue = operatorScore(agents.map((a) => a.score).filter((s): s is number => s !== null));
+  const operator =
+    owned.length > 0 && opValue !== null
+      ? { score: opValue, grade: grade(opValue), agent_count: owned.length, chains_active: [...new Set(owned.map((a) => a.chain))].sort() }
+      : null;
+  const best = [...allChainRows].sort((x, y) => y.score - x.score)[0];
+  const topScore = operator ? operator.score : best.score;
+  const entityType = owned.length > 0 ? 'operator' : String(best.classification.entity_type);
+  return {
+    network: data.network,
+    address: data.address,
+    chains: [...new Set(allChainRows.map((r) => r.chain))].sort(),
+    score: topScore,
+    grade: grade(topScore),
+    entity_type: entityType,
+    operator_score: operator,
+    reputation: reputationBlock([...data.feedbackByChain.values()].flat()),
+    agents,
+    caveats: registrationCaveats(data.related),
+    version: SCORE_VERSION,
+    // The oldest chain score behind the profile: a profile is only as fresh as its stalest part.
+    scored_at: new Date(Math.min(...allChainRows.map((r) => new Date(r.scored_at).getTime()))),
+    updated_at: data.now,
+    last_error: null,
+  };
 }
 
 function uniqueAgents(agents: AgentRow[]): AgentRow[] {
@@ -270,8 +339,10 @@ function reputationBlock(feedback: FeedbackRow[]): Record<string, unknown> | nul
 function registrationCaveats(agents: AgentRow[]): string[] {
   const out: string[] = [];
   for (const a of agents) {
-    if (a.registration_status === 'error') out.push(`Registration file of agent ${a.token_id} on ${a.chain} could not be read; its last readable version (if any) is used.`);
-    if (a.registration_status === 'unsupported') out.push(`Registration file of agent ${a.token_id} on ${a.chain} uses a URI scheme this server does not fetch (${metadataKind(a.agent_uri)}).`);
+    if (a.registration_status === 'error')
+      out.push(`Registration file of agent ${a.token_id} on ${a.chain} could not be read; its last readable version (if any) is used.`);
+    if (a.registration_status === 'unsupported')
+      out.push(`Registration file of agent ${a.token_id} on ${a.chain} uses a URI scheme this server does not fetch (${metadataKind(a.agent_uri)}).`);
   }
   return out.slice(0, 10);
 }

@@ -1,6 +1,6 @@
 // Reputation: the read-only profile behind GET /v1/reputation/{address} (cached scores only; reading never
 // scores), and the composition of the indexer, scorer and workers behind it. Paid and Enterprise callers get
-// the full profile; Free callers get score, grade and entity type only (spec "GET /v1/reputation").
+// the full profile; Free callers get score, grade and entity type only.
 import type { Knex } from 'knex';
 import { ApiError } from '../../shared/errors';
 import type { ParsedAddress } from '../../shared/address';
@@ -15,9 +15,10 @@ import { EvidenceCollector } from '../chain/evidence';
 import { SafeHttpFetcher, type HttpFetcher } from '../chain/safeFetch';
 import { ReputationScorer } from '../reputation/scorer';
 import { ReputationWorkers } from '../reputation/jobs';
-import { SCORE_VERSION } from '../reputation/formulas';
+import { LOW_EVIDENCE_CONFIDENCE, SCORE_VERSION } from '../reputation/formulas';
 import type { ChainScoreRow, ReputationRepository, SubjectRow } from '../repositories/reputation';
 import type { ReputationChainRepository, SyncStateRow } from '../repositories/reputationChain';
+import { REPUTATION_FIELDS } from '../../shared/reputationFields';
 
 export const DATA_SEMANTICS = 'candidate_payment_activity_with_verified_subset';
 
@@ -38,21 +39,8 @@ export interface ReputationDeps {
   providerFor?: (chain: ChainConfig) => ChainProvider;
 }
 
-// jsonb does not keep key order; responses list fields in the spec's order.
-const DIMENSION_KEYS = ['identity', 'activity', 'capability', 'reach', 'trust'];
-const IDENTITY_KEYS = ['ens_name', 'website_url', 'github_url'];
-const ACTIVITY_KEYS = [
-  'total_candidate_transactions', 'total_verified_transactions', 'as_candidate_payer', 'as_candidate_payee', 'as_verified_payer',
-  'as_verified_payee', 'counterparties_count', 'active_days', 'active_months', 'first_candidate_tx_at', 'last_candidate_tx_at',
-  'first_verified_tx_at', 'last_verified_tx_at',
-];
-const EVIDENCE_KEYS = [
-  'metadata_kind', 'has_a2a_agent_card', 'website_url', 'website_reachable', 'website_mentions_mcp', 'website_mentions_x402', 'github_url', 'github_stars',
-];
-const OPERATOR_KEYS = ['score', 'grade', 'agent_count', 'chains_active'];
-const REPUTATION_KEYS = ['feedback_count', 'client_count', 'trust_avg', 'uptime_avg', 'activity_avg', 'last_feedback_at'];
-
-function pick(source: Record<string, unknown>, keys: string[]): Record<string, unknown> {
+/** The documented fields of a jsonb object, in the documented order (jsonb does not keep key order). */
+function pick(source: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const k of keys) out[k] = source[k] ?? null;
   return out;
@@ -60,7 +48,11 @@ function pick(source: Record<string, unknown>, keys: string[]): Record<string, u
 
 const CAVEAT_SEMANTICS =
   'Payment activity is candidate x402 activity: USDC transfers carrying an EIP-3009 authorization. Verified figures are the subset this service observed itself (merchant wallet captures).';
-const CAVEAT_VERIFIED_SCOPE = 'Verified payer activity comes from wallet captures, which are per network (evm/solana), not per chain; it is repeated in each chain entry.';
+// Said to every tier: a score near the prior for lack of evidence must not read as a verdict on the wallet.
+const CAVEAT_LOW_EVIDENCE =
+  'Little evidence about this address so far: the score stays near the neutral starting point (50, grade C, higher for a verified operator) and means "not enough evidence yet", not "risky". Confidence grows as payments, agents and feedback accrue.';
+const CAVEAT_VERIFIED_SCOPE =
+  'Verified payer activity comes from wallet captures, which are per network (evm/solana), not per chain; it is repeated in each chain entry.';
 
 export class ReputationService {
   readonly indexers = new Map<string, ChainIndexer>();
@@ -77,10 +69,22 @@ export class ReputationService {
     for (const chain of d.chains) {
       const provider = d.providerFor ? d.providerFor(chain) : createChainProvider(chain);
       this.providers.push(provider as { destroy?: () => void });
-      this.indexers.set(chain.name, new ChainIndexer(d.db, d.chainRepo, chain, provider, resolver, evidence, d.logger.child({ chain: chain.name }), d.now));
+      this.indexers.set(
+        chain.name,
+        new ChainIndexer({ db: d.db, repo: d.chainRepo, chain, provider, resolver, evidence, logger: d.logger.child({ chain: chain.name }), now: d.now }),
+      );
     }
-    this.scorer = new ReputationScorer(d.db, d.repo, d.chainRepo, d.chains, d.logger, d.now);
-    this.workers = new ReputationWorkers(d.jobs, this.scorer, this.indexers, d.repo, d.chainRepo, d.config.reputation, d.logger, d.now);
+    this.scorer = new ReputationScorer({ db: d.db, repo: d.repo, chainRepo: d.chainRepo, chains: d.chains, logger: d.logger, now: d.now });
+    this.workers = new ReputationWorkers({
+      jobs: d.jobs,
+      scorer: this.scorer,
+      indexers: this.indexers,
+      repo: d.repo,
+      chainRepo: d.chainRepo,
+      settings: d.config.reputation,
+      logger: d.logger,
+      now: d.now,
+    });
   }
 
   /**
@@ -108,17 +112,19 @@ export class ReputationService {
     const { network, address } = subject;
     const now = this.d.now();
     const [row, chainRows, level, states] = await Promise.all([
-      this.d.repo.getSubject(network, address),
-      this.d.repo.chainScores(network, address),
-      this.d.repo.verificationLevel(network, address),
+      this.d.repo.getSubject({ network, address }),
+      this.d.repo.chainScores({ network, address }),
+      this.d.repo.verificationLevel({ network, address }),
       this.d.chainRepo.syncStates(),
     ]);
     if (!row || !row.scored_at || chainRows.length === 0) return this.unscored(subject, options, level, row);
 
     const status = this.statusOf(row.scored_at, now);
     const caveats = [CAVEAT_SEMANTICS, ...this.indexCaveats(row.chains, states, now), ...row.caveats];
-    if (status === 'stale') caveats.push(`Score is stale: last computed ${new Date(row.scored_at).toISOString()}, more than ${this.d.config.reputation.staleHours} hours ago.`);
+    if (status === 'stale')
+      caveats.push(`Score is stale: last computed ${new Date(row.scored_at).toISOString()}, more than ${this.d.config.reputation.staleHours} hours ago.`);
     if (chainRows.some((c) => (c.activity as { as_verified_payer?: number }).as_verified_payer)) caveats.push(CAVEAT_VERIFIED_SCOPE);
+    if (Math.max(...chainRows.map((c) => Number(c.confidence))) < LOW_EVIDENCE_CONFIDENCE) caveats.push(CAVEAT_LOW_EVIDENCE);
 
     const visible = chainRows.filter((c) => !options.chain || c.chain === options.chain);
     const agents = row.agents.filter((a) => !options.chain || a.chain === options.chain);
@@ -127,8 +133,8 @@ export class ReputationService {
     if (options.full) {
       body.verification_level = level;
       body.chains = visible.map((c) => this.fullChain(c, now));
-      if (row.operator_score) body.operator_score = pick(row.operator_score, OPERATOR_KEYS);
-      if (row.reputation) body.reputation = pick(row.reputation, REPUTATION_KEYS);
+      if (row.operator_score) body.operator_score = pick(row.operator_score, REPUTATION_FIELDS.operatorScore);
+      if (row.reputation) body.reputation = pick(row.reputation, REPUTATION_FIELDS.reputation);
       body.agents = agents.map((a) => ({ token_id: a.token_id, chain: a.chain, name: a.name, score: a.score, grade: a.grade }));
     } else {
       body.chains = visible.map((c) => ({ chain: c.chain, score: this.chainScore(c, now), classification: { entity_type: c.classification.entity_type } }));
@@ -146,10 +152,10 @@ export class ReputationService {
   }
 
   private fullChain(c: ChainScoreRow, now: Date) {
-    const k = c.classification as Record<string, unknown>;
+    const k = c.classification;
     return {
       chain: c.chain,
-      score: { ...this.chainScore(c, now), confidence: c.confidence, dimensions: pick(c.dimensions, DIMENSION_KEYS) },
+      score: { ...this.chainScore(c, now), confidence: c.confidence, dimensions: pick(c.dimensions, REPUTATION_FIELDS.dimensions) },
       classification: {
         entity_type: k.entity_type,
         confidence: k.confidence,
@@ -159,9 +165,9 @@ export class ReputationService {
         has_verified_payment_activity: k.has_verified_payment_activity,
         reasons: k.reasons,
       },
-      identity: pick(c.identity, IDENTITY_KEYS),
-      activity: pick(c.activity, ACTIVITY_KEYS),
-      evidence_summary: pick(c.evidence, EVIDENCE_KEYS),
+      identity: pick(c.identity, REPUTATION_FIELDS.identity),
+      activity: pick(c.activity, REPUTATION_FIELDS.activity),
+      evidence_summary: pick(c.evidence, REPUTATION_FIELDS.evidence),
     };
   }
 
@@ -169,12 +175,14 @@ export class ReputationService {
   private async unscored(subject: ParsedAddress, options: { chain: Chain | null; full: boolean }, level: string, row: SubjectRow | null) {
     const { network, address } = subject;
     const [known, linked, evidenceChains] = await Promise.all([
-      this.d.repo.knownAddress(network, address),
-      this.d.repo.isLinkedWallet(network, address),
-      network === 'evm' ? this.d.chainRepo.chainsWithEvidence(address) : Promise.resolve([] as string[]),
+      this.d.repo.knownAddress({ network, address }),
+      this.d.repo.isLinkedWallet({ network, address }),
+      network === 'evm' ? this.d.chainRepo.chainsWithEvidence({ address }) : Promise.resolve([] as string[]),
     ]);
     if (!row && !known && !linked && evidenceChains.length === 0) {
-      throw new ApiError('unknown_address', 'This address has not been indexed yet. Call POST /v1/assess with it to queue scoring.', { extra: { can_assess: true } });
+      throw new ApiError('unknown_address', 'This address has not been indexed yet. Call POST /v1/assess with it to queue scoring.', {
+        extra: { can_assess: true },
+      });
     }
     const body: Record<string, unknown> = {
       subject: { address, chains: evidenceChains },
@@ -195,9 +203,11 @@ export class ReputationService {
     for (const chain of chains) {
       const config = this.chains.get(chain);
       if (!config) {
-        out.push(chain === 'solana'
-          ? 'Solana on-chain activity is not indexed; the solana entry reflects off-chain evidence only.'
-          : `${chain} is not indexed by this server; its entry reflects off-chain evidence only.`);
+        out.push(
+          chain === 'solana'
+            ? 'Solana on-chain activity is not indexed; the solana entry reflects off-chain evidence only.'
+            : `${chain} is not indexed by this server; its entry reflects off-chain evidence only.`,
+        );
         continue;
       }
       const state = states.find((s) => s.chain === chain);

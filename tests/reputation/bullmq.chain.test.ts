@@ -2,6 +2,7 @@
 // on BullMQ workers (repeatable schedule + start run), and the profile becomes available without any call.
 import request from 'supertest';
 import { createHarness, createMerchant, type Harness } from '../support/harness';
+import { eventually } from '../support/eventually';
 import { startLocalChain, dataUri, type LocalChain } from '../fixtures/contracts/localChain';
 import { FakeFetcher, resetReputationTables, writeChainsFile } from './support';
 
@@ -18,7 +19,10 @@ describe('reputation jobs on BullMQ', () => {
     const agent = await chain.register(owner, dataUri({ name: 'Queued', services: [{ name: 'MCP', endpoint: 'https://q.example/mcp' }] }));
     await chain.feedback(client, agent, 88, 0, 'starred');
     await chain.mine(3);
-    h = await createHarness({ env: { REPUTATION_CHAINS_FILE: writeChainsFile(chain, { pollIntervalSeconds: 1 }) }, overrides: { reputationFetcher: new FakeFetcher({}) } });
+    h = await createHarness({
+      env: { REPUTATION_CHAINS_FILE: writeChainsFile(chain, { pollIntervalSeconds: 1 }) },
+      overrides: { reputationFetcher: new FakeFetcher({}) },
+    });
   });
 
   afterAll(async () => {
@@ -29,14 +33,11 @@ describe('reputation jobs on BullMQ', () => {
   it('indexes and scores through the queue, then serves the profile', async () => {
     expect(h.deps.redis).not.toBeNull();
     const owner = chain.wallets[1].address.toLowerCase();
-    const deadline = Date.now() + 30_000;
-    let row;
-    while (Date.now() < deadline) {
-      row = await h.deps.db('reputation_subjects').where({ network: 'evm', address: owner }).first();
-      if (row?.scored_at) break;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    expect(row?.scored_at).toBeTruthy();
+    const row = await eventually(async () => {
+      const subject = await h.deps.db('reputation_subjects').where({ network: 'evm', address: owner }).first();
+      return subject?.scored_at ? subject : null;
+    }, 30_000);
+    expect(row.scored_at).toBeTruthy();
     const { apiKey } = await createMerchant(h.deps, { tier: 'paid' });
     const res = await request(h.app).get(`/v1/reputation/${owner}`).set('X-API-Key', apiKey);
     expect(res.status).toBe(200);

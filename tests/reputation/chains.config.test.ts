@@ -32,7 +32,9 @@ describe('chains file', () => {
   });
 
   it('rejects chain names outside shared/chains.ts (and solana, which has no EVM indexer)', () => {
-    expect(() => parseChains([{ ...valid, name: 'dogechain' }])).toThrow('Invalid REPUTATION_CHAINS_FILE (chains): 0.name: must be one of [base, ethereum, arbitrum, optimism, polygon, tempo]');
+    expect(() => parseChains([{ ...valid, name: 'dogechain' }])).toThrow(
+      'Invalid REPUTATION_CHAINS_FILE (chains): 0.name: must be one of [base, ethereum, arbitrum, optimism, polygon, tempo]',
+    );
     expect(() => parseChains([{ ...valid, name: 'solana' }])).toThrow(ChainsFileError);
   });
 

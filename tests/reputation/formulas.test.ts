@@ -1,8 +1,26 @@
-// The v1 score model: grade boundaries, dimension ranges, confidence, classification rules and the tail-risk
+// The score model (v2): grade boundaries, dimension ranges, confidence, classification rules and the tail-risk
 // operator average (pure functions; property checks with fast-check).
 import fc from 'fast-check';
 import {
-  classify, confidence, dimensions, emptyFeatures, feedbackKind, feedbackValue, grade, operatorScore, sat, scoreFeatures, trustDimension, type Features,
+  classify,
+  confidence,
+  dimensions,
+  emptyFeatures,
+  feedbackKind,
+  feedbackValue,
+  grade,
+  LOW_EVIDENCE_CONFIDENCE,
+  NEUTRAL_PRIOR,
+  operatorScore,
+  sat,
+  scoreFeatures,
+  scorePrior,
+  scoreValue,
+  SCORE_VERSION,
+  trustDimension,
+  WEIGHTS,
+  type Dimensions,
+  type Features,
 } from '../../server/reputation/formulas';
 
 const features = (patch: Partial<Features> = {}): Features => ({ ...emptyFeatures(), ...patch });
@@ -29,7 +47,7 @@ const arbFeatures: fc.Arbitrary<Features> = fc.record({
   feedback: fc.record({ count: fc.nat(1e4), clients: fc.nat(1e4), trustAvg: fc.option(fc.double({ min: -1e6, max: 1e6, noNaN: true })) }),
 });
 
-describe('score model v1', () => {
+describe('score model', () => {
   it('grades A at 80, B at 65, C at 50, D at 35 and F below', () => {
     expect([100, 80, 79, 65, 64, 50, 49, 35, 34, 0].map(grade)).toEqual(['A', 'A', 'B', 'B', 'C', 'C', 'D', 'D', 'F', 'F']);
   });
@@ -46,14 +64,109 @@ describe('score model v1', () => {
     );
   });
 
-  it('gives an address with no evidence a low F score, zero confidence and entity type unknown', () => {
+  it('is version v2 (the neutral prior changed what a score means)', () => {
+    expect(SCORE_VERSION).toBe('v2');
+  });
+
+  it('gives an address with no evidence the neutral prior (grade C), zero confidence and entity type unknown', () => {
     const r = scoreFeatures(features());
-    expect(r).toEqual({ score: 6, grade: 'F', confidence: 0, dimensions: { identity: 0, activity: 0, capability: 0, reach: 0, trust: 40 } });
+    expect(r).toEqual({ score: 50, grade: 'C', confidence: 0, dimensions: { identity: 0, activity: 0, capability: 0, reach: 0, trust: 40 } });
     expect(classify(features(), 0)).toEqual({ entity_type: 'unknown', confidence: 0, reasons: ['no_indexed_activity'] });
   });
 
+  it('does not grade a new KYC-verified wallet F: it scores above the neutral prior with low confidence', () => {
+    const r = scoreFeatures(features({ verificationLevel: 'kyc_verified' }));
+    expect(r).toEqual({ score: 53, grade: 'C', confidence: 0.18, dimensions: { identity: 30, activity: 0, capability: 0, reach: 0, trust: 65 } });
+    expect(r.confidence).toBeLessThan(LOW_EVIDENCE_CONFIDENCE);
+    expect(scorePrior('kyc_verified')).toBeGreaterThan(scorePrior('wallet_claimed'));
+    expect(scorePrior('wallet_claimed')).toBeGreaterThan(scorePrior('none'));
+    expect(scorePrior('none')).toBe(NEUTRAL_PRIOR);
+  });
+
+  it('never grades a KYC-verified wallet without bad feedback F while evidence is thin', () => {
+    fc.assert(
+      fc.property(arbFeatures, (f) => {
+        // thin evidence: a few payments, no registered agent, no feedback
+        const kyc: Features = {
+          ...f,
+          registeredAgents: 0,
+          isAgentWallet: false,
+          verificationLevel: 'kyc_verified',
+          candidate: { ...f.candidate, asPayer: f.candidate.asPayer % 4, asPayee: f.candidate.asPayee % 4 },
+          verified: { asPayer: 0, asPayee: 0 },
+          feedback: { count: 0, clients: 0, trustAvg: null },
+        };
+        const r = scoreFeatures(kyc);
+        // below the low-evidence line a KYC-verified wallet stays in D or better, whatever the evidence says
+        if (r.confidence < LOW_EVIDENCE_CONFIDENCE) expect(r.score).toBeGreaterThan(40);
+        else expect(r.score).toBeGreaterThanOrEqual(35);
+      }),
+    );
+  });
+
+  it('keeps a low-confidence score within confidence × the distance to 0 or 100 of its prior (thin evidence moves it little)', () => {
+    fc.assert(
+      fc.property(arbFeatures, (f) => {
+        const r = scoreFeatures(f);
+        const prior = scorePrior(f.verificationLevel);
+        expect(Math.abs(r.score - prior)).toBeLessThanOrEqual(r.confidence * Math.max(prior, 100 - prior) + 0.5);
+      }),
+    );
+  });
+
+  it('moves the score from the prior to the weighted dimensions as confidence goes from 0 to 1', () => {
+    const arbDims: fc.Arbitrary<Dimensions> = fc.record({
+      identity: fc.double({ min: 0, max: 100, noNaN: true }),
+      activity: fc.double({ min: 0, max: 100, noNaN: true }),
+      capability: fc.double({ min: 0, max: 100, noNaN: true }),
+      reach: fc.double({ min: 0, max: 100, noNaN: true }),
+      trust: fc.double({ min: 0, max: 100, noNaN: true }),
+    });
+    fc.assert(
+      fc.property(arbDims, fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0, max: 1, noNaN: true }), (d, c1, c2) => {
+        const raw = (Object.keys(WEIGHTS) as (keyof Dimensions)[]).reduce((sum, k) => sum + WEIGHTS[k] * d[k], 0);
+        expect(scoreValue(d, 0)).toBe(NEUTRAL_PRIOR);
+        expect(scoreValue(d, 1)).toBe(Math.round(raw));
+        const [lo, hi] = c1 <= c2 ? [c1, c2] : [c2, c1];
+        // more confidence never takes the score further from the evidence
+        expect(Math.abs(scoreValue(d, hi) - raw)).toBeLessThanOrEqual(Math.abs(scoreValue(d, lo) - raw) + 1);
+      }),
+    );
+  });
+
+  it('lets strong evidence grade both ways: a busy, well-reviewed agent above B, one with bad feedback below the prior', () => {
+    const busy = features({
+      registeredAgents: 3,
+      registrationResolved: true,
+      hasName: true,
+      services: ['a2a', 'mcp', 'web'],
+      x402Support: true,
+      active: true,
+      hasA2aCard: true,
+      hasWebsite: true,
+      websiteReachable: true,
+      hasGithub: true,
+      githubStars: 300,
+      hasEns: true,
+      verificationLevel: 'kyc_verified',
+      candidate: { asPayer: 40, asPayee: 200, counterparties: 60, activeDays: 90, activeMonths: 6 },
+      verified: { asPayer: 0, asPayee: 20 },
+      feedback: { count: 40, clients: 25, trustAvg: 92 },
+    });
+    expect(scoreFeatures(busy).grade).toMatch(/^[AB]$/);
+    const bad = features({
+      candidate: { asPayer: 60, asPayee: 0, counterparties: 2, activeDays: 3, activeMonths: 1 },
+      feedback: { count: 30, clients: 10, trustAvg: 0 },
+    });
+    const r = scoreFeatures(bad);
+    expect(r.confidence).toBeGreaterThan(0.9);
+    expect(r.score).toBeLessThan(35);
+  });
+
   it('grows confidence with evidence volume', () => {
-    const levels = [0, 1, 5, 20, 100].map((n) => confidence(features({ candidate: { asPayer: n, asPayee: 0, counterparties: 1, activeDays: 1, activeMonths: 1 } })));
+    const levels = [0, 1, 5, 20, 100].map((n) =>
+      confidence(features({ candidate: { asPayer: n, asPayee: 0, counterparties: 1, activeDays: 1, activeMonths: 1 } })),
+    );
     for (let i = 1; i < levels.length; i++) expect(levels[i]).toBeGreaterThan(levels[i - 1]);
     expect(levels[4]).toBeGreaterThan(0.99);
   });
@@ -78,12 +191,24 @@ describe('score model v1', () => {
 
   it('classifies agent wallets, operators, services and wallets with reasons', () => {
     const pay = (asPayer: number, asPayee: number) => features({ candidate: { asPayer, asPayee, counterparties: 1, activeDays: 1, activeMonths: 1 } });
-    expect(classify(features({ isAgentWallet: true }), 0)).toEqual({ entity_type: 'agent', confidence: 0.9, reasons: ['agent_wallet_of_registered_erc8004_agent'] });
-    expect(classify(features({ verificationLevel: 'kyc_verified' }), 2)).toEqual({ entity_type: 'operator', confidence: 0.95, reasons: ['owns_registered_erc8004_agents', 'operator_kyc_verified'] });
+    expect(classify(features({ isAgentWallet: true }), 0)).toEqual({
+      entity_type: 'agent',
+      confidence: 0.9,
+      reasons: ['agent_wallet_of_registered_erc8004_agent'],
+    });
+    expect(classify(features({ verificationLevel: 'kyc_verified' }), 2)).toEqual({
+      entity_type: 'operator',
+      confidence: 0.95,
+      reasons: ['owns_registered_erc8004_agents', 'operator_kyc_verified'],
+    });
     expect(classify(pay(1, 4), 0)).toEqual({ entity_type: 'service', confidence: 0.7, reasons: ['mostly_payee', 'has_candidate_payment_activity'] });
     expect(classify(pay(3, 4), 0).entity_type).toBe('wallet');
     expect(classify(pay(0, 2), 0).entity_type).toBe('wallet'); // too few payments to call it a service
-    expect(classify(features({ verified: { asPayer: 2, asPayee: 0 } }), 0)).toEqual({ entity_type: 'wallet', confidence: 0.66, reasons: ['payer_activity', 'has_verified_payment_activity'] });
+    expect(classify(features({ verified: { asPayer: 2, asPayee: 0 } }), 0)).toEqual({
+      entity_type: 'wallet',
+      confidence: 0.66,
+      reasons: ['payer_activity', 'has_verified_payment_activity'],
+    });
   });
 
   it('weights weak agents more in the operator score (tail risk)', () => {

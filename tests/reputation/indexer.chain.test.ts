@@ -23,7 +23,16 @@ describe('chain indexer', () => {
   let renamed: bigint;
 
   const indexer = (harness: Harness, provider: ChainProvider = createChainProvider(config), cfg = config) =>
-    new ChainIndexer(harness.deps.db, harness.deps.repos.reputationChain, cfg, provider, new RegistrationResolver(fetcher), new EvidenceCollector(fetcher), harness.deps.logger, () => clock.now());
+    new ChainIndexer({
+      db: harness.deps.db,
+      repo: harness.deps.repos.reputationChain,
+      chain: cfg,
+      provider,
+      resolver: new RegistrationResolver(fetcher),
+      evidence: new EvidenceCollector(fetcher),
+      logger: harness.deps.logger,
+      now: () => clock.now(),
+    });
 
   const counts = async (harness: Harness) => {
     const db = harness.deps.db;

@@ -6,7 +6,6 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { createHarness, createMerchant, TestClock, type Harness } from '../support/harness';
 import { startLocalChain, dataUri, type LocalChain } from '../fixtures/contracts/localChain';
-import { enqueueScore } from '../../server/reputation/jobs';
 import { indexJobName } from '../../server/reputation/jobs';
 import { FakeFetcher, resetReputationTables, writeChainsFile } from './support';
 
@@ -27,8 +26,14 @@ async function startSwitchableProxy(target: string) {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    setUp: (value: boolean) => { up = value; },
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    setUp: (value: boolean) => {
+      up = value;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 

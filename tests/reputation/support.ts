@@ -11,8 +11,17 @@ import { chainsFileEntry, type LocalChain } from '../fixtures/contracts/localCha
 import { FetchRefusedError, type FetchOptions, type FetchResult, type HttpFetcher } from '../../server/chain/safeFetch';
 
 export const REPUTATION_TABLES = [
-  'accounts', 'known_addresses', 'chain_checkpoints', 'chain_sync_state', 'erc8004_events', 'erc8004_agents',
-  'erc8004_feedback', 'candidate_payments', 'reputation_subjects', 'reputation_chain_scores', 'reputation_agent_scores',
+  'accounts',
+  'known_addresses',
+  'chain_checkpoints',
+  'chain_sync_state',
+  'erc8004_events',
+  'erc8004_agents',
+  'erc8004_feedback',
+  'candidate_payments',
+  'reputation_subjects',
+  'reputation_chain_scores',
+  'reputation_agent_scores',
 ];
 
 /** Truncates with a short-lived connection, so no harness (and no indexer job) is running meanwhile. */
@@ -27,10 +36,7 @@ export async function resetReputationTables(): Promise<void> {
 
 export function writeChainsFile(chain: LocalChain, overrides: Record<string, unknown> = {}, rpcUrl = chain.url): string {
   const file = path.join(os.tmpdir(), `kya-chains-${crypto.randomBytes(4).toString('hex')}.json`);
-  fs.writeFileSync(
-    file,
-    JSON.stringify([chainsFileEntry(chain, { rpcUrl, maxBlockRange: 5, pollIntervalSeconds: 3600, ...overrides })]),
-  );
+  fs.writeFileSync(file, JSON.stringify([chainsFileEntry(chain, { rpcUrl, maxBlockRange: 5, pollIntervalSeconds: 3600, ...overrides })]));
   return file;
 }
 
@@ -50,7 +56,7 @@ export class FakeFetcher implements HttpFetcher {
 export async function createOperator(db: Knex, level: 'none' | 'wallet_claimed' | 'kyc_verified'): Promise<string> {
   const [row] = await db('accounts')
     .insert({ kind: 'operator', name: `Operator ${level}`, verification_level: level, kyc_status: level === 'kyc_verified' ? 'verified' : 'none' })
-    .returning('id');
+    .returning<Array<{ id: string }>>('id');
   return row.id;
 }
 
@@ -60,8 +66,14 @@ export async function claimWallet(db: Knex, accountId: string, address: string):
 
 export async function captureWallet(db: Knex, accountId: string, address: string, options: { count: number; firstSeen: Date; lastSeen: Date }): Promise<void> {
   const [credential] = await db('credentials')
-    .insert({ account_id: accountId, token_hash: crypto.randomBytes(32).toString('hex'), prefix: 'opc_test', source: 'api', expires_at: new Date('2030-01-01') })
-    .returning('id');
+    .insert({
+      account_id: accountId,
+      token_hash: crypto.randomBytes(32).toString('hex'),
+      prefix: 'opc_test',
+      source: 'api',
+      expires_at: new Date('2030-01-01'),
+    })
+    .returning<Array<{ id: string }>>('id');
   await db('wallet_captures').insert({
     credential_id: credential.id,
     account_id: accountId,

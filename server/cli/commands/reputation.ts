@@ -16,7 +16,15 @@ export const reputationCommands: Command[] = [
       const results = [];
       for (const indexer of indexers) {
         const r = await indexer.sync();
-        results.push({ chain: r.chain, head: r.head, safe_block: r.safeBlock, ranges: r.ranges, caught_up: r.caughtUp, registrations_resolved: r.resolved, agents_changed: r.touchedAgents.length });
+        results.push({
+          chain: r.chain,
+          head: r.head,
+          safe_block: r.safeBlock,
+          ranges: r.ranges,
+          caught_up: r.caughtUp,
+          registrations_resolved: r.resolved,
+          agents_changed: r.touchedAgents.length,
+        });
       }
       return { synced: results };
     },
@@ -30,7 +38,12 @@ export const reputationCommands: Command[] = [
       if (!parsed) throw badRequest([{ field: 'address', message: 'must be an EVM or Solana address' }], 'invalid_address');
       const chain = ctx.flags.chain;
       if (chain !== undefined && !isChain(chain)) throw badRequest([{ field: 'chain', message: 'unsupported chain' }]);
-      const outcome = await ctx.deps.services.reputation.scorer.score({ address: parsed.address, network: parsed.network, chain: (chain as string) ?? null, reason: 'admin' });
+      const outcome = await ctx.deps.services.reputation.scorer.score({
+        address: parsed.address,
+        network: parsed.network,
+        chain: (chain as string) ?? null,
+        reason: 'admin',
+      });
       return { address: parsed.address, network: parsed.network, ...outcome };
     },
   },
@@ -40,7 +53,10 @@ export const reputationCommands: Command[] = [
     async run({ deps }) {
       const [states, checkpoints] = await Promise.all([
         deps.repos.reputationChain.syncStates(),
-        deps.db('chain_checkpoints').select('chain', 'kind', 'contract', 'last_block', 'updated_at').orderBy(['chain', 'kind']),
+        deps
+          .db<{ chain: string; kind: string; contract: string; last_block: string; updated_at: Date }>('chain_checkpoints')
+          .select('chain', 'kind', 'contract', 'last_block', 'updated_at')
+          .orderBy(['chain', 'kind']),
       ]);
       return { chains: states, checkpoints: checkpoints.map((c) => ({ ...c, last_block: Number(c.last_block) })) };
     },
