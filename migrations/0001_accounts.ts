@@ -15,8 +15,7 @@ export async function up(knex: Knex): Promise<void> {
     t.specificType('disabled_endpoints', 'text[]').notNullable().defaultTo('{}');
     t.integer('sanctions_freshness_days').checkPositive();
     // Operator identity state (KYC). PII itself is only in pii_encrypted (AES-256-GCM).
-    t.text('kyc_status').notNullable().defaultTo('none')
-      .checkIn(['none', 'pending', 'verified', 'failed', 'flagged'], 'accounts_kyc_status_check');
+    t.text('kyc_status').notNullable().defaultTo('none').checkIn(['none', 'pending', 'verified', 'failed', 'flagged'], 'accounts_kyc_status_check');
     t.timestamp('kyc_verified_at', { useTz: true });
     t.text('operator_type');
     t.specificType('jurisdiction', 'char(2)');
@@ -24,8 +23,7 @@ export async function up(knex: Knex): Promise<void> {
     t.boolean('age_verified').notNullable().defaultTo(false);
     t.text('sanctions_status').checkIn(['clear', 'flagged'], 'accounts_sanctions_status_check');
     t.timestamp('sanctions_checked_at', { useTz: true });
-    t.text('verification_level').notNullable().defaultTo('none')
-      .checkIn(['none', 'wallet_claimed', 'kyc_verified'], 'accounts_verification_level_check');
+    t.text('verification_level').notNullable().defaultTo('none').checkIn(['none', 'wallet_claimed', 'kyc_verified'], 'accounts_verification_level_check');
     t.text('kyc_provider');
     t.text('kyc_reference');
     t.text('pii_encrypted');

@@ -23,8 +23,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('client_id');
     t.text('context');
     t.text('product_name');
-    t.text('status').notNullable().defaultTo('pending')
-      .checkIn(['pending', 'verified', 'consumed', 'expired', 'failed', 'flagged'], 'sessions_status_check');
+    t.text('status').notNullable().defaultTo('pending').checkIn(['pending', 'verified', 'consumed', 'expired', 'failed', 'flagged'], 'sessions_status_check');
     t.boolean('issue_refresh_token').notNullable().defaultTo(false);
     t.text('kyc_provider');
     t.text('kyc_reference');

@@ -52,7 +52,9 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('registered_at', { useTz: true });
     t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     // Registration file (agentURI) resolution, done outside the indexing transaction.
-    t.text('registration_status').notNullable().defaultTo('pending')
+    t.text('registration_status')
+      .notNullable()
+      .defaultTo('pending')
       .checkIn(['pending', 'ok', 'error', 'unsupported', 'none'], 'erc8004_agents_registration_status_check');
     t.text('registration_uri'); // the agent_uri the stored registration describes
     t.jsonb('registration');
@@ -155,8 +157,15 @@ export async function up(knex: Knex): Promise<void> {
 
 export async function down(knex: Knex): Promise<void> {
   for (const table of [
-    'reputation_agent_scores', 'reputation_chain_scores', 'reputation_subjects', 'candidate_payments',
-    'erc8004_feedback', 'erc8004_agents', 'erc8004_events', 'chain_sync_state', 'chain_checkpoints',
+    'reputation_agent_scores',
+    'reputation_chain_scores',
+    'reputation_subjects',
+    'candidate_payments',
+    'erc8004_feedback',
+    'erc8004_agents',
+    'erc8004_events',
+    'chain_sync_state',
+    'chain_checkpoints',
   ]) {
     await knex.schema.dropTableIfExists(table);
   }

@@ -22,7 +22,7 @@ export async function prepareDatabase(deps: Deps): Promise<void> {
 
 /** On an empty embedded database: one Paid demo merchant whose API key is printed once. */
 export async function ensureDemoAccount(deps: Deps): Promise<{ accountId: string; apiKey: string } | null> {
-  if (deps.config.mode !== 'embedded' || !deps.config.demoAccount) return null;
+  if (deps.config.mode !== 'embedded' || !deps.config.demoAccount || deps.config.env === 'production') return null;
   const existing = await deps.repos.accounts.list({ kind: 'merchant' });
   if (existing.length > 0) return null;
   const { account, apiKey } = await deps.services.accounts.create({ name: 'Demo Merchant', tier: 'paid', displayName: 'Demo Merchant' });

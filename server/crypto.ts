@@ -42,7 +42,7 @@ export function hmacSha256(key: string | Buffer, message: string): Buffer {
   return crypto.createHmac('sha256', key).update(message, 'utf8').digest();
 }
 
-/** Pairwise operator handle (DESIGN.md §3.11): stable per (operator, merchant), not reversible. */
+/** Pairwise operator handle: stable per (operator, merchant), so two merchants cannot join their customers; not reversible. */
 export function operatorHandle(serverSecret: string, operatorId: string, merchantAccountId: string): string {
   const mac = hmacSha256(serverSecret, `${operatorId}\u0000${merchantAccountId}`);
   return 'oph_' + bs58.encode(mac).slice(0, 22);

@@ -20,5 +20,8 @@ export const REDACT_PATHS = [
 
 /** `fd` 2 sends logs to stderr (the admin CLI keeps stdout for its JSON output). */
 export function createLogger(level: string, fd: 1 | 2 = 1): Logger {
-  return pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { service: 'kya', pid: process.pid } }, pino.destination({ fd, sync: fd === 2 }));
+  return pino(
+    { level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { service: 'kya', pid: process.pid } },
+    pino.destination({ fd, sync: fd === 2 }),
+  );
 }

@@ -5,11 +5,19 @@ import { loadConfig, type Config } from './config';
 import { createDeps, type Deps } from './deps';
 import { createApp } from './app';
 import { ensureDemoAccount, prepareDatabase } from './bootstrap';
+import { formatAge } from './sanctions/freshness';
+import { startAdminChannel } from './cli/channel';
 
-export async function start(config: Config = loadConfig()): Promise<{ deps: Deps; server: Server }> {
+export interface StartOptions {
+  /** Runs after the database is ready, before listening; its text is printed once the server listens. */
+  seed?: (deps: Deps) => Promise<string>;
+}
+
+export async function start(config: Config = loadConfig(), options: StartOptions = {}): Promise<{ deps: Deps; server: Server }> {
   const deps = await createDeps(config);
   await prepareDatabase(deps);
-  const demo = await ensureDemoAccount(deps);
+  const seeded = options.seed ? await options.seed(deps) : null;
+  const demo = seeded === null ? await ensureDemoAccount(deps) : null;
   await deps.lifecycle.start();
   const app = createApp(deps);
   const server = app.listen(config.port, config.host);
@@ -19,7 +27,13 @@ export async function start(config: Config = loadConfig()): Promise<{ deps: Deps
   server.requestTimeout = 30_000; // a client trickling a body cannot hold a connection for Node's default 5 min
   const address = server.address();
   const port = address && typeof address === 'object' ? address.port : config.port;
+  if (config.mode === 'embedded') {
+    // The admin CLI's way in while this process holds the data directory; closed first at shutdown.
+    const channel = await startAdminChannel(deps);
+    deps.lifecycle.onStop('admin channel', () => channel.close());
+  }
   deps.logger.info({ port, mode: config.mode, redis: Boolean(config.redisUrl) }, 'kya identity server listening');
+  process.stdout.write(sanctionsBanner(deps));
   if (demo) {
     const line = '='.repeat(72);
     process.stdout.write(
@@ -27,8 +41,20 @@ export async function start(config: Config = loadConfig()): Promise<{ deps: Deps
         ` Try:  curl -s ${config.publicBaseUrl}/healthz\n${line}\n\n`,
     );
   }
+  if (seeded) process.stdout.write(seeded);
   installShutdown(deps, server);
   return { deps, server };
+}
+
+/** One line per sanctions list: what is loaded, from where, and how old it is. */
+function sanctionsBanner(deps: Deps): string {
+  const lines = [deps.services.walletSanctions.freshness(), deps.services.screening.freshness()].map((f) => {
+    const what = f.list === 'wallets' ? 'wallet addresses' : 'listed parties';
+    if (f.status === 'unavailable') return ` sanctions ${f.list}: UNAVAILABLE (${f.reason}); source ${f.source ?? 'none'}`;
+    const age = `${f.as_of!.slice(0, 10)}, ${formatAge(f.age_seconds!)} old`;
+    return ` sanctions ${f.list}: ${f.entries} ${what} as of ${age}; source ${f.source}${f.status === 'stale' ? ` (STALE: ${f.reason})` : ''}`;
+  });
+  return `${lines.join('\n')}\n`;
 }
 
 function installShutdown(deps: Deps, server: Server) {

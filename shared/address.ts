@@ -2,11 +2,13 @@
 // EVM: `0x` + 40 hex in any case (checksum optional), normalised to lowercase.
 // Solana: base58, 32–44 characters, must decode to exactly 32 bytes; kept verbatim (base58 is case-sensitive).
 import bs58 from 'bs58';
+import type { AddressFamily } from './types';
 
-export type AddressNetwork = 'evm' | 'solana';
+/** The same type as AddressFamily (shared/types.ts), under the name older code imports. */
+export type AddressNetwork = AddressFamily;
 
 export interface ParsedAddress {
-  network: AddressNetwork;
+  network: AddressFamily;
   /** Canonical form: lowercase for EVM, verbatim for Solana. */
   address: string;
 }
@@ -38,7 +40,7 @@ export function parseAddress(value: unknown): ParsedAddress | null {
 }
 
 /** Parses an address that must belong to `network`; null when malformed for that network. */
-export function parseAddressFor(network: AddressNetwork, value: unknown): ParsedAddress | null {
+export function parseAddressFor(network: AddressFamily, value: unknown): ParsedAddress | null {
   const parsed = parseAddress(value);
   return parsed && parsed.network === network ? parsed : null;
 }

@@ -1,4 +1,4 @@
-// Chains accepted in `chain` (DESIGN.md §3.10).
+// Chains accepted in `chain`; anything else is a 400 naming the field.
 export const CHAINS = ['base', 'ethereum', 'arbitrum', 'optimism', 'polygon', 'tempo', 'solana'] as const;
 export type Chain = (typeof CHAINS)[number];
 

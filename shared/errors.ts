@@ -38,7 +38,7 @@ export interface FieldProblem {
   message: string;
 }
 
-/** The `agent_instructions` envelope: what an agent should do next (spec "Errors"). */
+/** The `agent_instructions` envelope: what an agent should do next. */
 export interface AgentInstructions {
   action: string;
   steps: string[];

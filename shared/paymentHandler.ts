@@ -1,12 +1,13 @@
-// MPP payment-handler config (spec "Payment handler config"): a builder and a joi validator for the
+// MPP payment-handler config: a builder and a joi validator for the
 // `com.<vendor>.payment.mpp` binding a merchant publishes in its UCP-style profile at `/.well-known/ucp`.
-// Additional properties are allowed at every level (the spec says so): validation checks what we know and
+// Additional properties are allowed at every level (the format is extensible, and a newer field must not make
+// a profile invalid): validation checks what we know and
 // passes everything else through untouched.
 import Joi from 'joi';
 
-/** Reverse-DNS handler id pattern (REFERENCE.md "MPP"). */
+/** Reverse-DNS handler id pattern (`com.vendor.payment.mpp`). */
 export const HANDLER_ID_PATTERN = /^[a-z](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9_-]*[a-z0-9_])?)+$/;
-/** Default binding id (DESIGN.md §3.15). */
+/** Default binding id (configurable; must match HANDLER_ID_PATTERN). */
 export const DEFAULT_MPP_HANDLER_ID = 'com.kya.payment.mpp';
 
 export const MPP_NETWORKS = ['tempo-mainnet', 'tempo-testnet', 'mpp-solana-mainnet', 'mpp-solana-devnet'] as const;
@@ -64,18 +65,21 @@ const SOLANA_ADDRESS = /^[1-9A-HJ-NP-Za-km-z]{32,44}$/;
 const DATE_VERSION = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$/;
 
 const networkEntrySchema = Joi.object({
-  network: Joi.string().valid(...MPP_NETWORKS).required(),
-  chain_id: Joi.number().integer().strict()
+  network: Joi.string()
+    .valid(...MPP_NETWORKS)
+    .required(),
+  chain_id: Joi.number()
+    .integer()
+    .strict()
     // chain_id belongs to the EVM-style networks only, and must be the one that network uses.
     .when('network', { is: 'tempo-mainnet', then: Joi.valid(4217) })
     .when('network', { is: 'tempo-testnet', then: Joi.valid(42431) })
     .when('network', { is: Joi.valid('mpp-solana-mainnet', 'mpp-solana-devnet'), then: Joi.forbidden() }),
-  recipient: Joi.string()
-    .when('network', {
-      is: Joi.valid('tempo-mainnet', 'tempo-testnet'),
-      then: Joi.string().pattern(EVM_ADDRESS).message('{{#label}} must be a 0x-prefixed 40-hex address on a Tempo network'),
-      otherwise: Joi.string().pattern(SOLANA_ADDRESS).message('{{#label}} must be a base58 address of 32 to 44 characters on a Solana network'),
-    }),
+  recipient: Joi.string().when('network', {
+    is: Joi.valid('tempo-mainnet', 'tempo-testnet'),
+    then: Joi.string().pattern(EVM_ADDRESS).message('{{#label}} must be a 0x-prefixed 40-hex address on a Tempo network'),
+    otherwise: Joi.string().pattern(SOLANA_ADDRESS).message('{{#label}} must be a base58 address of 32 to 44 characters on a Solana network'),
+  }),
 }).unknown(true);
 
 export const mppHandlerConfigSchema = Joi.object({
@@ -99,7 +103,9 @@ export const merchantProfileSchema = Joi.object({
         Joi.array().items(paymentHandlerEntrySchema).min(1),
       )
       .required(),
-  }).unknown(true).required(),
+  })
+    .unknown(true)
+    .required(),
 }).unknown(true);
 
 export interface ValidationProblem {
@@ -110,7 +116,7 @@ export interface ValidationProblem {
 export type ValidationResult<T> = { ok: true; value: T } | { ok: false; problems: ValidationProblem[] };
 
 function run<T>(schema: Joi.Schema, value: unknown): ValidationResult<T> {
-  const { error, value: out } = schema.validate(value, { abortEarly: false, convert: false });
+  const { error, value: out } = schema.validate(value, { abortEarly: false, convert: false }) as { error?: Joi.ValidationError; value: unknown };
   if (!error) return { ok: true, value: out as T };
   return {
     ok: false,
@@ -118,7 +124,7 @@ function run<T>(schema: Joi.Schema, value: unknown): ValidationResult<T> {
   };
 }
 
-/** Validates the `config` object of an MPP handler binding (spec "Payment handler config"). */
+/** Validates the `config` object of an MPP handler binding. */
 export function validateMppHandlerConfig(value: unknown): ValidationResult<MppHandlerConfig> {
   return run(mppHandlerConfigSchema, value);
 }

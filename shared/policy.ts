@@ -1,6 +1,8 @@
 // The assess policy object: its joi schema and a parser that returns the typed policy, the rules it
-// switches on, unknown keys as warnings, and problems naming each bad field. Shared by the server and the gate.
+// switches on, and problems naming each bad field (an unknown key is one: a typo must never switch a
+// compliance rule off silently). Shared by the server and the gate.
 import Joi from 'joi';
+import { distance } from 'fastest-levenshtein';
 import { COUNTRY_CODES } from './countries';
 import type { FieldProblem } from './errors';
 import type { AssessWarning, Policy, PolicyRule } from './types';
@@ -23,7 +25,9 @@ const countryList = Joi.array()
 export const policySchema = Joi.object({
   require_kyc: Joi.boolean().messages({ 'boolean.base': 'must be true or false' }),
   require_sanctions_clear: Joi.boolean().messages({ 'boolean.base': 'must be true or false' }),
-  min_age: Joi.any().valid(...MIN_AGES).messages({ 'any.only': 'must be 18 or 21' }),
+  min_age: Joi.any()
+    .valid(...MIN_AGES)
+    .messages({ 'any.only': 'must be 18 or 21' }),
   blocked_jurisdictions: countryList,
   allowed_jurisdictions: countryList,
 }).unknown(true);
@@ -42,9 +46,33 @@ function fieldOf(root: string, path: Array<string | number>): string {
   return out;
 }
 
+/** The policy key `key` was probably meant to be: same words in another case or separator, or a near typo. */
+export function suggestPolicyKey(key: string): string | null {
+  const normalised = key
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/[\s-]+/g, '_')
+    .toLowerCase();
+  let best: { rule: string; d: number } | null = null;
+  for (const rule of POLICY_RULES) {
+    const d = distance(normalised, rule);
+    if (!best || d < best.d) best = { rule, d };
+  }
+  // A few edits (at most a third of the name) is a typo; anything further is a different word.
+  return best && best.d <= Math.max(2, Math.floor(best.rule.length / 3)) ? best.rule : null;
+}
+
+function unknownKeyProblem(root: string, key: string): FieldProblem {
+  const suggestion = suggestPolicyKey(key);
+  const field = `${root}.${key}`;
+  return {
+    field,
+    message: suggestion ? `${field} is not allowed; did you mean ${suggestion}?` : `${field} is not allowed; policy keys are ${POLICY_RULES.join(', ')}`,
+  };
+}
+
 /**
  * Parses `value` (the request's `policy`). Absent or null → no policy. Wrong types, `min_age` other than
- * 18/21, lowercase or 3-letter country codes and oversized lists are problems; unknown keys are warnings.
+ * 18/21, lowercase or 3-letter country codes, oversized lists and unknown keys are problems.
  */
 export function parsePolicy(value: unknown, root = 'policy'): ParsedPolicy {
   if (value === undefined || value === null) return { policy: null, rules: [], warnings: [], problems: [] };
@@ -62,15 +90,17 @@ export function parsePolicy(value: unknown, root = 'policy'): ParsedPolicy {
       delete sized[key];
     }
   }
+  const known = new Set<string>(POLICY_RULES);
+  for (const key of Object.keys(input)) {
+    if (problems.length >= 50) break;
+    if (!known.has(key)) problems.push(unknownKeyProblem(root, key));
+  }
   const { error } = policySchema.validate(sized, { abortEarly: false, convert: false });
   for (const d of error?.details ?? []) {
     if (problems.length >= 50) break;
     problems.push({ field: fieldOf(root, d.path), message: d.message.replace(/^"[^"]*" /, '') });
   }
-  const known = new Set<string>(POLICY_RULES);
-  const warnings = Object.keys(input)
-    .filter((k) => !known.has(k))
-    .map((k) => ({ field: `${root}.${k}`, message: 'unknown policy key; ignored' }));
+  const warnings: AssessWarning[] = [];
   if (problems.length) return { policy: null, rules: [], warnings, problems };
 
   const policy: Policy = {};

@@ -20,7 +20,7 @@ export type DecisionReason =
 /** Denial reasons a verification session can fix: only these carry `verify_url`. */
 export const VERIFIABLE_REASONS: readonly DecisionReason[] = ['kyc_required', 'kyc_failed'];
 
-/** The request's policy object (spec "Policy"); every field optional. */
+/** The request's policy object; every field optional. */
 export interface Policy {
   require_kyc?: boolean;
   require_sanctions_clear?: boolean;
@@ -65,6 +65,34 @@ export interface AssessSigner {
   network: AddressFamily;
 }
 
+/** A proof of control of the `address` wallet, checked by the server (Sign-In-With-X, CAIP-122). */
+export interface AssessWalletProof {
+  type: 'siwx';
+  /** The agent's SIGN-IN-WITH-X header value, verbatim (base64-encoded JSON). */
+  header: string;
+  /** The host the proof must be signed for: the merchant's public host, never a request's Host header. */
+  domain: string;
+  /** The merchant's public origin; the proof's uri must be on the same scheme, host and port. */
+  uri: string;
+}
+
+/** Why a well-formed wallet proof was not accepted. */
+export type WalletProofReason =
+  | 'domain_mismatch'
+  | 'uri_mismatch'
+  | 'issued_in_future'
+  | 'not_yet_valid'
+  | 'expired'
+  | 'expiry_too_long'
+  | 'address_mismatch'
+  | 'signature_invalid'
+  | 'nonce_reused';
+
+/** The server's verdict on `wallet_proof`; the decision itself is unchanged by it (callers enforce it). */
+export type WalletProofVerdict =
+  | { type: 'siwx'; verified: true; address: string; chain_id: string; /** ISO 8601. */ expires_at: string }
+  | { type: 'siwx'; verified: false; address: string; chain_id: string; reason: WalletProofReason; message: string };
+
 export interface AssessRequest {
   address?: string;
   operator_token?: string;
@@ -74,6 +102,8 @@ export interface AssessRequest {
   signer?: AssessSigner;
   /** Older name of `signer` (still accepted). */
   resolve_signer?: AssessSigner;
+  /** Wallet mode only: a proof that the caller controls `address`. */
+  wallet_proof?: AssessWalletProof;
   test?: boolean;
 }
 
@@ -108,9 +138,7 @@ export interface SignerMatch {
 export type SignerMatchInstructions = AgentInstructions;
 
 export type SignerSanctions =
-  | { status: 'clear' }
-  | { sanctioned: true; ofac_label: string; sdn_uid: string; listed_at: string | null }
-  | { status: 'unavailable' };
+  { status: 'clear' } | { sanctioned: true; ofac_label: string; sdn_uid: string; listed_at: string | null } | { status: 'unavailable' };
 
 export interface AssessWarning {
   field: string;
@@ -136,6 +164,8 @@ export interface AssessResponse {
   verify_url?: string;
   signer_match?: SignerMatch;
   signer_sanctions?: SignerSanctions;
+  /** Present when `wallet_proof` was sent in wallet mode. */
+  wallet_proof?: WalletProofVerdict;
   /** Unknown policy keys that were ignored. */
   warnings?: AssessWarning[];
   test?: true;
@@ -158,4 +188,15 @@ export interface SignerMatchTelemetry {
   claimed_wallet?: string;
   signer?: string;
   network?: string;
+}
+
+/** One credential in `GET /v1/credentials` (the secret itself is never listed). */
+export interface CredentialSummary {
+  id: string;
+  prefix: string;
+  label: string | null;
+  expires_at: string;
+  created_at: string;
+  last_used_at: string | null;
+  refreshable: boolean;
 }

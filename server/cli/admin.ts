@@ -1,31 +1,15 @@
 // `npm run admin -- <group> <verb> [args]`: operator commands in either run mode, JSON on stdout.
-// In embedded mode the CLI opens the same PGlite data directory as the server: stop the server first.
-import { ApiError } from '../../shared/errors';
+// Embedded mode: while a server runs on the data directory, the command goes through its local admin channel
+// (server/cli/channel.ts); otherwise, and in external mode, the CLI opens the database itself.
 import { loadConfig } from '../config';
-import { createDeps, type Deps } from '../deps';
+import { createDeps } from '../deps';
 import { createLogger } from '../logger';
 import { prepareDatabase } from '../bootstrap';
-import { parseCommandArgs, type Command } from './registry';
-import { accountCommands } from './commands/account';
-import { screeningCommands } from './commands/screening';
-import { sanctionsCommands } from './commands/sanctions';
-import { reputationCommands } from './commands/reputation';
+import type { ErrorBody } from '../../shared/errors';
+import { errorBody, runAdmin, usage } from './run';
+import { callAdminChannel } from './channel';
 
-const COMMANDS: Command[] = [...accountCommands, ...screeningCommands, ...sanctionsCommands, ...reputationCommands];
-
-function usage(): string {
-  return ['Usage: npm run admin -- <command>', '', ...COMMANDS.map((c) => `  ${c.usage}`)].join('\n');
-}
-
-export async function runAdmin(argv: string[], deps: Deps): Promise<unknown> {
-  const command = COMMANDS.find((c) => {
-    const words = c.name.split(' ');
-    return words.every((w, i) => argv[i] === w);
-  });
-  if (!command) throw new ApiError('bad_request', `Unknown command: ${argv.slice(0, 2).join(' ') || '(none)'}`, { details: [{ field: 'command', message: usage() }] });
-  const { args, flags } = parseCommandArgs(command, argv.slice(command.name.split(' ').length));
-  return command.run({ deps, args, flags });
-}
+export { runAdmin };
 
 async function main() {
   const argv = process.argv.slice(2);
@@ -34,8 +18,21 @@ async function main() {
     return;
   }
   const config = loadConfig();
+  if (config.mode === 'embedded') {
+    const outcome = await callAdminChannel(config.dataDir, argv);
+    if (outcome.kind === 'ok') {
+      process.stdout.write(JSON.stringify(outcome.result, null, 2) + '\n');
+      return;
+    }
+    if (outcome.kind === 'error') throw new ChannelError(outcome.body);
+  }
   // Logs go to stderr so stdout stays pure JSON.
-  const deps = await createDeps(config, { logger: createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, 2), runWorkers: false });
+  // Sanctions lists are not loaded at start (seconds of parsing): the commands that need one load it.
+  const deps = await createDeps(config, {
+    logger: createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, 2),
+    runWorkers: false,
+    loadSanctionsLists: false,
+  });
   try {
     await prepareDatabase(deps);
     await deps.lifecycle.start();
@@ -43,6 +40,13 @@ async function main() {
     process.stdout.write(JSON.stringify(result, null, 2) + '\n');
   } finally {
     await deps.lifecycle.stop();
+  }
+}
+
+/** A failure the running server reported: printed exactly as the server shaped it. */
+class ChannelError extends Error {
+  constructor(readonly body: ErrorBody) {
+    super(body.error.message);
   }
 }
 
@@ -56,8 +60,7 @@ if (require.main === module) {
   main().then(
     () => exitAfterOutput(0),
     (err) => {
-      const body = err instanceof ApiError ? err.toBody() : { error: { code: 'internal_error', message: (err as Error).message } };
-      process.stderr.write(JSON.stringify(body, null, 2) + '\n');
+      process.stderr.write(JSON.stringify(err instanceof ChannelError ? err.body : errorBody(err), null, 2) + '\n');
       exitAfterOutput(1);
     },
   );

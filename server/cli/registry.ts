@@ -9,6 +9,8 @@ export interface CommandContext {
   /** Positional arguments after `group verb`. */
   args: string[];
   flags: Record<string, string | boolean | undefined>;
+  /** The invoking shell's working directory: through the admin channel the command runs in the server process. */
+  cwd: string;
 }
 
 export interface Command {

@@ -20,6 +20,7 @@ export function requireApiKey(accounts: AccountsService, signupUrl: string, endp
       const presented = presentedApiKey(req.headers);
       const principal = presented ? await accounts.authenticate(presented) : null;
       if (!principal) {
+        if (presented) await req.recordAuthFailure?.();
         // One answer for missing, malformed, unknown and revoked keys: no oracle.
         throw new ApiError('signup_required', 'A valid API key is required (X-API-Key header).', {
           extra: { signup_url: signupUrl },

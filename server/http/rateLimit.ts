@@ -1,74 +1,54 @@
 // Per-second (and other windowed) rate limits with express-rate-limit. In production the counters live in
 // Redis (rate-limit-redis), so the limit is global across instances; if Redis fails, counting falls back to
-// this instance's memory (a warning is logged) rather than failing requests.
+// this instance's memory (the circuit logs the outage once) rather than failing requests.
 import type { Request, RequestHandler, Response } from 'express';
 import { rateLimit, MemoryStore, type Store, type Options, type IncrementResponse } from 'express-rate-limit';
 import { RedisStore } from 'rate-limit-redis';
 import { ApiError } from '../../shared/errors';
-import type { Logger } from '../logger';
+import type { CircuitBreaker } from '../circuit';
 import type { Redis } from '../stores/redis';
 
 /**
- * Redis first; this instance's memory while Redis is failing. While failing, requests do not wait on Redis
- * at all (a hung Redis would otherwise cost every request a command timeout); a background probe reloads
- * the Lua scripts at most every PROBE_INTERVAL_MS and switches back once Redis answers.
+ * Redis first; this instance's memory while Redis's circuit is open. While open, requests do not wait on Redis
+ * at all (a hung Redis would otherwise cost every request a command timeout); when the circuit's probe sees
+ * Redis back, the Lua scripts are reloaded (a restarted Redis has lost them) and counting returns to Redis.
  */
-const PROBE_INTERVAL_MS = 250;
-
 class FallbackStore implements Store {
   readonly localKeys = false;
   private readonly memory = new MemoryStore();
   private options?: Options;
-  private failing = false;
-  private lastProbe = 0;
-  private probing = false;
 
-  constructor(private readonly redis: RedisStore, private readonly logger: Logger, readonly prefix: string) {}
+  constructor(
+    private readonly redis: RedisStore,
+    private readonly circuit: CircuitBreaker,
+    readonly prefix: string,
+  ) {
+    circuit.onClose(() => {
+      if (this.options) this.redis.init(this.options).catch((err) => this.circuit.failure(err));
+    });
+  }
 
   async init(options: Options) {
     this.options = options;
     this.memory.init(options);
-    await this.redis.init(options).catch((err) => this.fail(err));
-  }
-
-  private fail(err: unknown) {
-    if (!this.failing) this.logger.warn({ err: (err as Error).message, limiter: this.prefix }, 'rate-limit store unavailable; limiting per instance');
-    this.failing = true;
-    this.lastProbe = Date.now();
-  }
-
-  private probe() {
-    if (this.probing || !this.options || Date.now() - this.lastProbe < PROBE_INTERVAL_MS) return;
-    this.probing = true;
-    this.lastProbe = Date.now();
-    this.redis.init(this.options).then(
-      () => {
-        this.failing = false;
-        this.logger.info({ limiter: this.prefix }, 'rate-limit store available again');
-      },
-      () => undefined,
-    ).finally(() => (this.probing = false));
+    await this.redis.init(options).catch((err) => this.circuit.failure(err));
   }
 
   async increment(key: string): Promise<IncrementResponse> {
-    if (this.failing) {
-      this.probe();
-      return this.memory.increment(key);
-    }
+    if (this.circuit.isOpen) return this.memory.increment(key);
     try {
-      return await this.redis.increment(key);
-    } catch (err) {
-      this.fail(err);
+      return await this.circuit.run(() => this.redis.increment(key));
+    } catch {
       return this.memory.increment(key);
     }
   }
   async decrement(key: string) {
-    if (this.failing) return this.memory.decrement(key);
-    await this.redis.decrement(key).catch(() => this.memory.decrement(key));
+    if (this.circuit.isOpen) return this.memory.decrement(key);
+    await this.circuit.run(() => this.redis.decrement(key)).catch(() => this.memory.decrement(key));
   }
   async resetKey(key: string) {
-    await this.redis.resetKey(key).catch(() => undefined);
-    this.memory.resetKey(key);
+    if (!this.circuit.isOpen) await this.redis.resetKey(key).catch(() => undefined);
+    await this.memory.resetKey(key);
   }
   shutdown() {
     this.memory.shutdown();
@@ -84,23 +64,43 @@ export interface LimiterSpec {
   key: (req: Request) => string;
 }
 
-export interface LimiterFactory {
-  create(spec: LimiterSpec): RequestHandler;
+/** A windowed count bumped only when something happens (e.g. a failure), not on every request. */
+export interface WindowCounter {
+  /** Counts one event; returns the hits in the current window (all instances) and when the window resets. */
+  increment(key: string): Promise<{ hits: number; resetTime: Date | null }>;
 }
 
-export function limiterFactory(redis: Redis | null, prefix: string, logger: Logger): LimiterFactory {
+export interface LimiterFactory {
+  create(spec: LimiterSpec): RequestHandler;
+  counter(spec: { name: string; windowMs: number }): WindowCounter;
+}
+
+export function limiterFactory(redis: Redis | null, prefix: string, circuit: CircuitBreaker | null): LimiterFactory {
+  const storeFor = (name: string): FallbackStore | MemoryStore =>
+    redis && circuit
+      ? new FallbackStore(
+          new RedisStore({
+            prefix: `${prefix}rl:${name}:`,
+            sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as Promise<never>,
+          }),
+          circuit,
+          name,
+        )
+      : new MemoryStore();
   return {
+    counter(spec) {
+      const store = storeFor(spec.name);
+      const ready = Promise.resolve(store.init({ windowMs: spec.windowMs } as Options));
+      return {
+        async increment(key) {
+          await ready;
+          const { totalHits, resetTime } = await store.increment(key);
+          return { hits: totalHits, resetTime: resetTime ?? null };
+        },
+      };
+    },
     create(spec) {
-      const store: Store = redis
-        ? new FallbackStore(
-            new RedisStore({
-              prefix: `${prefix}rl:${spec.name}:`,
-              sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as Promise<never>,
-            }),
-            logger,
-            spec.name,
-          )
-        : new MemoryStore();
+      const store: Store = storeFor(spec.name);
       const limiter = rateLimit({
         windowMs: spec.windowMs,
         limit: (req: Request) => spec.limit(req) ?? 0,

@@ -8,9 +8,15 @@ import type { Logger } from '../logger';
 
 const INCOMING_ID = /^[A-Za-z0-9._:-]{8,128}$/;
 
-/** DELETE /v1/credentials/{id} accepts the opc_ credential itself as the id: keep it out of the logs. */
+/**
+ * URLs carry capabilities: DELETE /v1/credentials/{id} accepts the opc_ credential itself as the id, and a
+ * session id (vs_…) is the verify page's link. Neither reaches the logs; neither does a query string.
+ */
 export function loggableUrl(url: string | undefined): string {
-  return (url ?? '').split('?')[0].replace(/opc_[0-9A-Za-z]+/g, 'opc_[redacted]');
+  return (url ?? '')
+    .split('?')[0]
+    .replace(/opc_[0-9A-Za-z]+/g, 'opc_[redacted]')
+    .replace(/vs_[0-9A-Za-z]+/g, 'vs_[redacted]');
 }
 
 export function requestContext(logger: Logger): RequestHandler {

@@ -12,6 +12,8 @@ declare global {
       log: Logger;
       /** Set by requireApiKey. */
       principal?: Principal;
+      /** Set by the auth-failure guard when a key is presented: counts a failed authentication of this client. */
+      recordAuthFailure?: () => Promise<void>;
       /** Set by meter() for quota-limited accounts. */
       quota?: QuotaState;
     }

@@ -210,7 +210,10 @@ export class BullJobQueue implements JobQueue {
       this.logger.warn({ err: (err as Error).message, queue: name }, 'could not register a repeating job yet; retrying in the background');
       const retry = setInterval(() => {
         if (this.closed) return clearInterval(retry);
-        register().then(() => clearInterval(retry), () => undefined);
+        register().then(
+          () => clearInterval(retry),
+          () => undefined,
+        );
       }, 5000);
       retry.unref();
       this.retries.add(retry);

@@ -10,6 +10,7 @@ export function createKycProvider(config: Config, options: { fetch?: typeof fetc
       apiBase: config.kyc.stripeApiBase,
       // Config validation requires the key when the provider is stripe.
       secretKey: config.kyc.stripeSecretKey!,
+      webhookSecret: config.kyc.stripeWebhookSecret,
       timeoutMs: Math.max(config.dependencyTimeoutMs, 5000),
       fetch: options.fetch,
     });

@@ -4,12 +4,21 @@
 //   anything else → verified (then name screening against the configured list may still flag it)
 import crypto from 'node:crypto';
 import { isCountryCode } from '../screening/countries';
-import { isValidBirthDate, KycInputError, type FormKycProvider, type KycResult, type SandboxForm } from './types';
+import { isValidBirthDate, KycInputError, type FormKycProvider, type KycResult, type KycWebhookDelivery, type SandboxForm } from './types';
 import type { FieldProblem } from '../../shared/errors';
 
 export class SandboxKycProvider implements FormKycProvider {
   readonly name = 'sandbox' as const;
   readonly kind = 'form' as const;
+
+  /** The sandbox decides when the form is submitted: no webhooks, and nothing to fetch later. */
+  parseWebhook(): KycWebhookDelivery | null {
+    return null;
+  }
+
+  result(): Promise<KycResult | null> {
+    return Promise.resolve(null);
+  }
 
   evaluate(form: SandboxForm, now: Date): KycResult {
     const problems: FieldProblem[] = [];
@@ -18,7 +27,7 @@ export class SandboxKycProvider implements FormKycProvider {
       problems.push({ field: 'full_name', message: 'Enter your full legal name (2 to 200 characters).' });
     }
     if (!isValidBirthDate(form.date_of_birth, now)) {
-      problems.push({ field: 'date_of_birth', message: 'Enter a real date of birth as YYYY-MM-DD (not in the future).' });
+      problems.push({ field: 'date_of_birth', message: 'Enter a real date of birth (day, month and year), not in the future.' });
     }
     const country = form.country.toUpperCase();
     if (!isCountryCode(country)) problems.push({ field: 'country', message: 'Choose your country of residence.' });

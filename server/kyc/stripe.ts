@@ -2,8 +2,9 @@
 // verifies `Stripe-Signature` webhooks over the raw body, and turns a finished VerificationSession into a
 // KycResult (verified outputs are fetched from the API; webhook payloads omit them).
 import crypto from 'node:crypto';
+import { ApiError } from '../../shared/errors';
 import { hmacSha256 } from '../crypto';
-import type { HostedKycProvider, KycResult } from './types';
+import { KycProviderError, type HostedKycProvider, type KycResult, type KycWebhookDelivery } from './types';
 
 export const STRIPE_SIGNATURE_TOLERANCE_SECONDS = 300;
 
@@ -17,7 +18,13 @@ export interface StripeEvent {
  * `t=<unix>,v1=<hex>[,v1=…]`: expected = hex(HMAC-SHA256(secret, `${t}.${rawBody}`)); valid when any v1 matches
  * (constant-time) and the timestamp is within the tolerance of now.
  */
-export function verifyStripeSignature(rawBody: Buffer, header: string | undefined, secret: string, now: Date, toleranceSeconds = STRIPE_SIGNATURE_TOLERANCE_SECONDS): boolean {
+export function verifyStripeSignature(
+  rawBody: Buffer,
+  header: string | undefined,
+  secret: string,
+  now: Date,
+  toleranceSeconds = STRIPE_SIGNATURE_TOLERANCE_SECONDS,
+): boolean {
   if (!header || header.length > 2048) return false;
   let timestamp: number | null = null;
   const signatures: string[] = [];
@@ -43,20 +50,64 @@ export function signStripePayload(rawBody: string, secret: string, timestamp: nu
   return `t=${timestamp},v1=${hmacSha256(secret, `${timestamp}.${rawBody}`).toString('hex')}`;
 }
 
-export class StripeApiError extends Error {
-  constructor(message: string, readonly status: number | null) {
-    super(message);
+export class StripeApiError extends KycProviderError {
+  constructor(message: string, status: number | null) {
+    super(message, status);
     this.name = 'StripeApiError';
   }
 }
+
+/** Events after which a VerificationSession's result is final. */
+const FINAL_TYPES = new Set([
+  'identity.verification_session.verified',
+  'identity.verification_session.requires_input',
+  'identity.verification_session.canceled',
+]);
+
+/** Event ids and types Stripe sends are short printable ASCII; anything else cannot be one of ours. */
+const EVENT_FIELD = /^[\x21-\x7e]{1,255}$/;
+/** A VerificationSession id as Stripe issues them. */
+const SESSION_REFERENCE = /^vs_[0-9A-Za-z_]{1,250}$/;
 
 export class StripeIdentityProvider implements HostedKycProvider {
   readonly name = 'stripe' as const;
   readonly kind = 'hosted' as const;
 
   constructor(
-    private readonly options: { apiBase: string; secretKey: string; timeoutMs: number; fetch?: typeof fetch },
+    private readonly options: {
+      apiBase: string;
+      secretKey: string;
+      /** STRIPE_WEBHOOK_SECRET; without it no webhook is accepted. */
+      webhookSecret: string | null;
+      timeoutMs: number;
+      fetch?: typeof fetch;
+    },
   ) {}
+
+  /** `Stripe-Signature` verified over the raw body, then the event read; only VerificationSession ids are references. */
+  parseWebhook(rawBody: Buffer, header: (name: string) => string | undefined, now: Date): KycWebhookDelivery | null {
+    const secret = this.options.webhookSecret;
+    if (!secret) return null;
+    if (!verifyStripeSignature(rawBody, header('stripe-signature'), secret, now)) {
+      throw new ApiError('bad_request', 'Invalid Stripe-Signature.', {
+        details: [{ field: 'Stripe-Signature', message: 'missing, malformed, outside the 300 s tolerance, or not matching the payload' }],
+      });
+    }
+    let event: StripeEvent;
+    try {
+      event = JSON.parse(rawBody.toString('utf8')) as StripeEvent;
+    } catch {
+      throw new ApiError('bad_request', 'Malformed JSON in request body.', { details: [{ field: 'body', message: 'is not valid JSON' }] });
+    }
+    if (typeof event?.id !== 'string' || typeof event.type !== 'string') {
+      throw new ApiError('bad_request', 'Not a Stripe event.', { details: [{ field: 'body', message: 'id and type are required' }] });
+    }
+    if (!EVENT_FIELD.test(event.id) || !EVENT_FIELD.test(event.type)) return { kind: 'unusable', idLength: event.id.length };
+    const object = event.data && typeof event.data.object === 'object' && event.data.object !== null ? event.data.object : {};
+    const candidate = object.object === 'identity.verification_session' && typeof object.id === 'string' ? object.id : null;
+    const reference = candidate && SESSION_REFERENCE.test(candidate) ? candidate : null;
+    return { kind: 'event', event: { id: event.id, type: event.type, reference, final: FINAL_TYPES.has(event.type) } };
+  }
 
   private async call(method: 'GET' | 'POST', path: string, form?: URLSearchParams): Promise<Record<string, unknown>> {
     const fetchImpl = this.options.fetch ?? fetch;

@@ -1,4 +1,4 @@
-// The KYC provider interface (DESIGN.md §4): a provider either collects identity data in our own form
+// The KYC provider interface behind the verify page: a provider either collects identity data in our own form
 // (`sandbox`) or sends the user to a hosted step and reports the result by a signed webhook (`stripe`).
 import type { FieldProblem } from '../../shared/errors';
 
@@ -25,18 +25,59 @@ export interface SandboxForm {
   document_number: string;
 }
 
-export interface FormKycProvider {
+/** A provider event as the webhook route needs it, once its signature and shape were checked. */
+export interface KycWebhookEvent {
+  id: string;
+  type: string;
+  /** The provider's reference of the verification the event is about (well formed), or null. */
+  reference: string | null;
+  /** The event says that verification finished: its result can be fetched now. */
+  final: boolean;
+}
+
+export type KycWebhookDelivery =
+  | { kind: 'event'; event: KycWebhookEvent }
+  /** Signed, so from the provider, but its id or type cannot be recorded: acknowledged and ignored. */
+  | { kind: 'unusable'; idLength: number };
+
+interface KycProviderCommon {
+  /**
+   * Verifies and reads one webhook delivery over its raw body. Null when this provider is not reached by webhooks
+   * here (the sandbox, or no signing secret configured); a bad signature or body throws a 400 naming the field.
+   */
+  parseWebhook(rawBody: Buffer, header: (name: string) => string | undefined, now: Date): KycWebhookDelivery | null;
+  /** The result of a finished verification; null while it is still processing (throws KycProviderError). */
+  result(reference: string): Promise<KycResult | null>;
+}
+
+export interface FormKycProvider extends KycProviderCommon {
   readonly name: 'sandbox';
   readonly kind: 'form';
   /** Validates the form (throws a 400 naming each bad field) and returns the deterministic outcome. */
   evaluate(form: SandboxForm, now: Date): KycResult;
 }
 
-export interface HostedKycProvider {
+export interface HostedKycProvider extends KycProviderCommon {
   readonly name: 'stripe';
   readonly kind: 'hosted';
   /** Creates the provider's verification for our session; returns its reference and the hosted URL. */
   start(input: { sessionId: string; returnUrl: string }): Promise<{ reference: string; url: string }>;
+}
+
+/** A provider API call failed; `status` is the provider's HTTP status, null when it was unreachable. */
+export class KycProviderError extends Error {
+  constructor(
+    message: string,
+    readonly status: number | null,
+  ) {
+    super(message);
+    this.name = 'KycProviderError';
+  }
+
+  /** Worth asking again later (unreachable, failing or rate limited); otherwise the provider refused for good. */
+  get retryable(): boolean {
+    return this.status === null || this.status >= 500 || this.status === 429;
+  }
 }
 
 export type KycProvider = FormKycProvider | HostedKycProvider;
@@ -64,6 +105,11 @@ export function isValidBirthDate(value: string, now: Date): boolean {
   const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
   if (!m) return false;
   const date = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
-  return date.getUTCFullYear() === Number(m[1]) && date.getUTCMonth() === Number(m[2]) - 1 && date.getUTCDate() === Number(m[3]) &&
-    Number(m[1]) >= 1900 && date.getTime() <= now.getTime();
+  return (
+    date.getUTCFullYear() === Number(m[1]) &&
+    date.getUTCMonth() === Number(m[2]) - 1 &&
+    date.getUTCDate() === Number(m[3]) &&
+    Number(m[1]) >= 1900 &&
+    date.getTime() <= now.getTime()
+  );
 }

@@ -1,52 +1,56 @@
-// POST /v1/kyc/stripe/webhook: Stripe Identity events. The `Stripe-Signature` is verified over the raw body
-// (mounted before the JSON parser), each event id is processed once, and a finished VerificationSession moves
-// its verification session (the result is fetched from Stripe; webhook payloads omit verified outputs).
+// POST /v1/kyc/stripe/webhook: events of the hosted KYC provider. The provider verifies the signature over the
+// raw body (mounted before the JSON parser) and reads the event; each event id is processed once, and a finished
+// verification moves its session (the result is fetched from the provider: webhook payloads omit verified outputs).
 import express, { Router } from 'express';
 import { ApiError } from '../../shared/errors';
 import type { Deps } from '../deps';
 import { route } from '../http/asyncRoute';
-import { StripeIdentityProvider, verifyStripeSignature, type StripeEvent } from './stripe';
+import { retryWithBackoff } from '../services/agentCopy';
+import { KycProviderError, type KycResult } from './types';
 
-const FINAL_TYPES = new Set([
-  'identity.verification_session.verified',
-  'identity.verification_session.requires_input',
-  'identity.verification_session.canceled',
-]);
+/** How long the provider is asked to wait before delivering an event again that could not be processed. */
+const PROVIDER_RETRY_AFTER_SECONDS = 30;
 
 export function kycWebhookRouter(deps: Deps): Router {
   const router = Router();
-  const secret = deps.config.kyc.stripeWebhookSecret;
   const provider = deps.services.kyc;
+  const { verification } = deps.services;
 
   router.post(
     '/v1/kyc/stripe/webhook',
     express.raw({ type: () => true, limit: '256kb' }),
     route(async (req, res) => {
-      if (!secret || !(provider instanceof StripeIdentityProvider)) throw new ApiError('not_found', 'Stripe Identity is not configured.');
       const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      if (!verifyStripeSignature(raw, req.header('stripe-signature'), secret, deps.clock.now())) {
-        throw new ApiError('bad_request', 'Invalid Stripe-Signature.', { details: [{ field: 'Stripe-Signature', message: 'missing, malformed, outside the 300 s tolerance, or not matching the payload' }] });
+      const delivery = provider.parseWebhook(raw, (name) => req.header(name), deps.clock.now());
+      if (!delivery) throw new ApiError('not_found', 'Stripe Identity is not configured.');
+      if (delivery.kind === 'unusable') {
+        // Signed, so it came from the provider; answering 2xx stops the retries of an event nobody could process.
+        req.log.warn({ idLength: delivery.idLength }, 'KYC provider event with an unusable id or type ignored');
+        res.json({ received: true, outcome: 'ignored' });
+        return;
       }
-      let event: StripeEvent;
-      try {
-        event = JSON.parse(raw.toString('utf8')) as StripeEvent;
-      } catch {
-        throw new ApiError('bad_request', 'Malformed JSON in request body.', { details: [{ field: 'body', message: 'is not valid JSON' }] });
-      }
-      if (typeof event?.id !== 'string' || typeof event.type !== 'string') {
-        throw new ApiError('bad_request', 'Not a Stripe event.', { details: [{ field: 'body', message: 'id and type are required' }] });
-      }
-      const object = event.data?.object ?? {};
-      const reference = object.object === 'identity.verification_session' && typeof object.id === 'string' ? object.id : null;
+      const { event } = delivery;
+      // Only a verification this server started is looked up at the provider; any other is recorded as ignored.
+      const reference = event.reference && (await verification.startedHere(provider.name, event.reference)) ? event.reference : null;
       // Fetch before the transaction: the network call must not hold row locks.
-      const result = reference && FINAL_TYPES.has(event.type) ? await provider.result(reference) : null;
-      const outcome = await deps.services.verification.processProviderEvent({
-        provider: 'stripe',
-        eventId: event.id,
-        eventType: event.type,
-        reference,
-        result,
-      });
+      let result: KycResult | null = null;
+      if (reference && event.final) {
+        try {
+          result = await provider.result(reference);
+        } catch (err) {
+          if (!(err instanceof KycProviderError) || err.retryable) {
+            // The provider unreachable or failing: a 503 makes it deliver the event again later.
+            req.log.warn({ err: (err as Error).message }, 'fetching the verification from the KYC provider failed');
+            throw new ApiError('api_error', 'Stripe is temporarily unavailable.', {
+              top: { agent_instructions: retryWithBackoff(PROVIDER_RETRY_AFTER_SECONDS) },
+              headers: { 'Retry-After': String(PROVIDER_RETRY_AFTER_SECONDS) },
+            });
+          }
+          // The provider does not know the verification (or refuses it): nothing to apply, ever.
+          req.log.warn({ status: err.status }, 'the KYC provider refused the verification of an event; ignored');
+        }
+      }
+      const outcome = await verification.processProviderEvent({ provider: provider.name, eventId: event.id, eventType: event.type, reference, result });
       res.json({ received: true, outcome });
     }),
   );

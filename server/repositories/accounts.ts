@@ -1,16 +1,19 @@
 // knex access to `accounts` (merchants and operators). Row types mirror the table in snake_case.
 import type { Knex } from 'knex';
 import type { Tier } from '../config';
+import type { VerificationLevel } from '../../shared/types';
 
 export type AccountKind = 'merchant' | 'operator';
 export type KycStatus = 'none' | 'pending' | 'verified' | 'failed' | 'flagged';
-export type VerificationLevel = 'none' | 'wallet_claimed' | 'kyc_verified';
 
 export interface AccountRow {
   id: string;
   kind: AccountKind;
   name: string;
   display_name: string | null;
+  /** Shown on the verify page (dashboard settings); the logo is https only. */
+  logo_url: string | null;
+  support_email: string | null;
   tier: Tier;
   status: 'active' | 'cancelled';
   quota_override: number | null;
@@ -34,8 +37,7 @@ export interface AccountRow {
   cancelled_at: Date | null;
 }
 
-export type NewAccount = Pick<AccountRow, 'name'> &
-  Partial<Pick<AccountRow, 'kind' | 'display_name' | 'tier' | 'quota_override' | 'rps_override'>>;
+export type NewAccount = Pick<AccountRow, 'name'> & Partial<Pick<AccountRow, 'kind' | 'display_name' | 'tier' | 'quota_override' | 'rps_override'>>;
 
 export type AccountPatch = Partial<Omit<AccountRow, 'id' | 'created_at'>>;
 
@@ -43,22 +45,22 @@ export class AccountsRepository {
   constructor(private readonly db: Knex) {}
 
   async insert(input: { account: NewAccount }, trx?: Knex.Transaction): Promise<AccountRow> {
-    const [row] = await (trx ?? this.db)('accounts').insert(input.account).returning('*');
+    const [row] = await (trx ?? this.db)<AccountRow>('accounts').insert(input.account).returning('*');
     return row;
   }
 
   async findById(input: { id: string; forUpdate?: boolean }, trx?: Knex.Transaction): Promise<AccountRow | undefined> {
-    const q = (trx ?? this.db)('accounts').where({ id: input.id }).first();
+    const q = (trx ?? this.db)<AccountRow>('accounts').where({ id: input.id }).first();
     return input.forUpdate && trx ? q.forUpdate() : q;
   }
 
   async list(input: { kind?: AccountKind } = {}, trx?: Knex.Transaction): Promise<AccountRow[]> {
-    const q = (trx ?? this.db)('accounts').orderBy('created_at', 'asc');
+    const q = (trx ?? this.db)<AccountRow>('accounts').orderBy('created_at', 'asc');
     return input.kind ? q.where({ kind: input.kind }) : q;
   }
 
   async update(input: { id: string; patch: AccountPatch }, trx?: Knex.Transaction): Promise<AccountRow | undefined> {
-    const [row] = await (trx ?? this.db)('accounts')
+    const [row] = await (trx ?? this.db)<AccountRow>('accounts')
       .where({ id: input.id })
       .update({ ...input.patch, updated_at: (trx ?? this.db).fn.now() })
       .returning('*');

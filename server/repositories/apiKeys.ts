@@ -9,13 +9,14 @@ export interface ApiKeyRow {
   prefix: string;
   created_at: Date;
   revoked_at: Date | null;
+  last_used_at: Date | null;
 }
 
 export class ApiKeysRepository {
   constructor(private readonly db: Knex) {}
 
   async insert(input: { accountId: string; keyHash: string; prefix: string }, trx?: Knex.Transaction): Promise<ApiKeyRow> {
-    const [row] = await (trx ?? this.db)('api_keys')
+    const [row] = await (trx ?? this.db)<ApiKeyRow>('api_keys')
       .insert({ account_id: input.accountId, key_hash: input.keyHash, prefix: input.prefix })
       .returning('*');
     return row;
@@ -28,18 +29,39 @@ export class ApiKeysRepository {
       .where('k.key_hash', input.keyHash)
       .whereNull('k.revoked_at')
       .select(this.db.raw('row_to_json(k.*) as key'), this.db.raw('row_to_json(a.*) as account'))
-      .first();
+      .first<{ key: Record<string, unknown>; account: Record<string, unknown> } | undefined>();
     if (!row) return undefined;
     return { key: reviveDates(row.key), account: reviveDates(row.account) };
   }
 
   async listForAccount(input: { accountId: string; activeOnly?: boolean }, trx?: Knex.Transaction): Promise<ApiKeyRow[]> {
-    const q = (trx ?? this.db)('api_keys').where({ account_id: input.accountId }).orderBy('created_at', 'asc');
+    const q = (trx ?? this.db)<ApiKeyRow>('api_keys').where({ account_id: input.accountId }).orderBy('created_at', 'asc');
     return input.activeOnly ? q.whereNull('revoked_at') : q;
   }
 
+  /** Batched last_used_at update (written behind the request path; see AccountsService.noteKeyUse). */
+  async touch(input: { uses: Array<{ id: string; at: Date }> }): Promise<void> {
+    if (input.uses.length === 0) return;
+    await this.db.raw(
+      `update api_keys k set last_used_at = greatest(coalesce(k.last_used_at, v.at), v.at)
+       from (select unnest(?::uuid[]) as id, unnest(?::timestamptz[]) as at) v where k.id = v.id`,
+      [input.uses.map((u) => u.id), input.uses.map((u) => u.at.toISOString())],
+    );
+  }
+
+  /** Revokes one active key of the account; undefined when it has no such active key. */
+  async revoke(input: { accountId: string; keyId: string }, trx?: Knex.Transaction): Promise<ApiKeyRow | undefined> {
+    const db = trx ?? this.db;
+    const [row] = await db<ApiKeyRow>('api_keys')
+      .where({ id: input.keyId, account_id: input.accountId })
+      .whereNull('revoked_at')
+      .update({ revoked_at: db.fn.now() })
+      .returning('*');
+    return row;
+  }
+
   async revokeAllForAccount(input: { accountId: string }, trx?: Knex.Transaction): Promise<number> {
-    return (trx ?? this.db)('api_keys')
+    return (trx ?? this.db)<ApiKeyRow>('api_keys')
       .where({ account_id: input.accountId })
       .whereNull('revoked_at')
       .update({ revoked_at: (trx ?? this.db).fn.now() });

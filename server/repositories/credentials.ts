@@ -34,16 +34,16 @@ export class CredentialsRepository {
   constructor(private readonly db: Knex) {}
 
   async insert(input: { credential: NewCredential }, trx?: Knex.Transaction): Promise<CredentialRow> {
-    const [row] = await (trx ?? this.db)('credentials').insert(input.credential).returning('*');
+    const [row] = await (trx ?? this.db)<CredentialRow>('credentials').insert(input.credential).returning('*');
     return row;
   }
 
   async findByHash(input: { tokenHash: string }, trx?: Knex.Transaction): Promise<CredentialRow | undefined> {
-    return (trx ?? this.db)('credentials').where({ token_hash: input.tokenHash }).first();
+    return (trx ?? this.db)<CredentialRow>('credentials').where({ token_hash: input.tokenHash }).first();
   }
 
   async findById(input: { id: string }, trx?: Knex.Transaction): Promise<CredentialRow | undefined> {
-    return (trx ?? this.db)('credentials').where({ id: input.id }).first();
+    return (trx ?? this.db)<CredentialRow>('credentials').where({ id: input.id }).first();
   }
 
   /** Batched last_used_at update (written behind the hot path). */
@@ -63,7 +63,7 @@ export class CredentialsRepository {
   async listForAccount(input: { accountId: string; now: Date }, trx?: Knex.Transaction): Promise<ListedCredentialRow[]> {
     const db = trx ?? this.db;
     const now = input.now.toISOString();
-    const { rows } = await db.raw(
+    const { rows } = await db.raw<{ rows: ListedCredentialRow[] }>(
       `select c.*, ${REFRESHABLE_SQL} as refreshable
        from credentials c
        where c.account_id = ? and c.revoked_at is null and (c.expires_at > ? or ${REFRESHABLE_SQL})
@@ -74,11 +74,8 @@ export class CredentialsRepository {
   }
 
   /** Finds and row-locks one of the account's credentials by id or by token hash (either may be given). */
-  async findOwnedForUpdate(
-    input: { accountId: string; id?: string; tokenHash?: string },
-    trx: Knex.Transaction,
-  ): Promise<CredentialRow | undefined> {
-    const q = trx('credentials').where({ account_id: input.accountId });
+  async findOwnedForUpdate(input: { accountId: string; id?: string; tokenHash?: string }, trx: Knex.Transaction): Promise<CredentialRow | undefined> {
+    const q = trx<CredentialRow>('credentials').where({ account_id: input.accountId });
     if (input.id) q.where({ id: input.id });
     else if (input.tokenHash) q.where({ token_hash: input.tokenHash });
     else return undefined;
@@ -91,7 +88,7 @@ export class CredentialsRepository {
    * committed while we waited for a lock shows up on the next call.
    */
   async lockRefreshChain(input: { credentialId: string; accountId: string }, trx: Knex.Transaction): Promise<string[]> {
-    const { rows } = await trx.raw(
+    const { rows } = await trx.raw<{ rows: Array<{ id: string }> }>(
       `with recursive chain(id) as (
          select refresh_token_id from credentials where id = ? and refresh_token_id is not null
          union
@@ -101,7 +98,7 @@ export class CredentialsRepository {
        where rt.account_id = ? order by rt.id for update of rt`,
       [input.credentialId, input.accountId],
     );
-    return rows.map((r: { id: string }) => r.id);
+    return rows.map((r) => r.id);
   }
 
   /**
@@ -120,7 +117,7 @@ export class CredentialsRepository {
           .update({ revoked_at: trx.raw('coalesce(revoked_at, ?)', [input.at]) })
           .returning('id')
       : [];
-    const credentials = await trx('credentials')
+    const credentials = await trx<CredentialRow>('credentials')
       .where({ account_id: input.accountId })
       .andWhere((w) => {
         w.where({ id: input.credentialId });

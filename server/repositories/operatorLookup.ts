@@ -1,19 +1,23 @@
-// The assess read path in ONE SQL statement: records the assessed address in known_addresses, resolves the
+// The assess read path in ONE SQL statement: records the assessed address in known_addresses (unless the
+// caller knows it is recorded), resolves the
 // claimed identity (wallet or credential) and the signer wallet to their operator accounts (claimed wallets
 // in operator_wallets first, else active captures: wallet_captures whose credential is not revoked), and
 // returns each operator's KYC columns and linked wallets.
 import type { Knex } from 'knex';
 import type { AccountRow } from './accounts';
 import type { CredentialRow } from './credentials';
+import type { AddressFamily } from '../../shared/types';
+import { COUNTED_CAPTURES_SQL } from './ownedWallets';
+import { PreparedStatements } from '../db/prepared';
 
 export interface WalletRef {
-  network: 'evm' | 'solana';
+  network: AddressFamily;
   /** Canonical form (EVM lowercase, Solana verbatim). */
   address: string;
 }
 
 export interface LinkedWalletRow {
-  network: 'evm' | 'solana';
+  network: AddressFamily;
   address: string;
   /** 'claimed' (signed ownership) or 'captured' (reported after a payment under a live credential). */
   source: 'claimed' | 'captured';
@@ -22,23 +26,21 @@ export interface LinkedWalletRow {
 }
 
 /** The operator's KYC columns (as on `accounts`) plus its linked wallets. */
-export interface OperatorRow
-  extends Pick<
-    AccountRow,
-    | 'kyc_status'
-    | 'kyc_verified_at'
-    | 'operator_type'
-    | 'jurisdiction'
-    | 'age_bracket'
-    | 'age_verified'
-    | 'sanctions_status'
-    | 'sanctions_checked_at'
-    | 'verification_level'
-  > {
+export interface OperatorRow extends Pick<
+  AccountRow,
+  | 'kyc_status'
+  | 'kyc_verified_at'
+  | 'operator_type'
+  | 'jurisdiction'
+  | 'age_bracket'
+  | 'age_verified'
+  | 'sanctions_status'
+  | 'sanctions_checked_at'
+  | 'verification_level'
+> {
   account_id: string;
   wallets: LinkedWalletRow[];
 }
-
 
 export interface LookupResult {
   /** Operator behind the claimed identity (wallet owner, or the credential's account); null when unlinked. */
@@ -52,13 +54,14 @@ export interface LookupResult {
 }
 
 export type LookupInput =
-  | { mode: 'wallet'; wallet: WalletRef; signer: WalletRef | null; refresh: boolean }
+  /** record: false skips the known_addresses insert (the caller knows the address is recorded; newAddress is false). */
+  | { mode: 'wallet'; wallet: WalletRef; signer: WalletRef | null; refresh: boolean; record?: boolean }
   | { mode: 'token'; tokenHash: string; signer: WalletRef | null };
 
 const OWNER_SQL = `coalesce(
     (select ow.account_id from operator_wallets ow where ow.network = ? and ow.address = ?),
-    (select wc.account_id from wallet_captures wc join credentials c on c.id = wc.credential_id
-      where wc.network = ? and wc.wallet_address = ? and c.revoked_at is null
+    (select wc.account_id from ${COUNTED_CAPTURES_SQL}
+      where wc.network = ? and wc.wallet_address = ?
       order by wc.first_seen_at, wc.account_id limit 1))`;
 
 const ACCOUNT_COLUMNS = `a.kyc_status, a.kyc_verified_at, a.operator_type, a.jurisdiction, a.age_bracket, a.age_verified,
@@ -69,25 +72,35 @@ interface RawRow extends Omit<OperatorRow, 'wallets' | 'account_id'> {
   account_id: string | null;
   wallets: Array<[string, string, number, number | null]> | null;
   inserted?: boolean | null;
-  credential?: (Omit<CredentialRow, 'created_at' | 'expires_at' | 'revoked_at' | 'last_used_at'> & Record<'created_at' | 'expires_at', string> & Record<'revoked_at' | 'last_used_at', string | null>) | null;
+  credential?:
+    | (Omit<CredentialRow, 'created_at' | 'expires_at' | 'revoked_at' | 'last_used_at'> &
+        Record<'created_at' | 'expires_at', string> &
+        Record<'revoked_at' | 'last_used_at', string | null>)
+    | null;
 }
 
 export class OperatorLookupRepository {
-  /** Statement text → prepared statement name (a handful of shapes, so this stays tiny). */
-  private readonly names = new Map<string, string>();
+  /**
+   * The lookup runs as a prepared statement on PostgreSQL: it has few shapes (mode × signer × refresh) and
+   * planning its CTEs costs more than executing them.
+   */
+  private readonly prepared: PreparedStatements;
 
-  constructor(private readonly db: Knex) {}
+  constructor(db: Knex) {
+    this.prepared = new PreparedStatements(db, 'kya_lookup');
+  }
 
   async lookup(input: LookupInput, trx?: Knex.Transaction): Promise<LookupResult> {
     const ctes: string[] = [];
     const bindings: Knex.RawBinding[] = [];
-    if (input.mode === 'wallet') {
+    const record = input.mode === 'wallet' && (input.record !== false || input.refresh);
+    if (record && input.mode === 'wallet') {
       // Known address side effect in the same round trip; xmax = 0 tells a fresh insert from an update.
       const onConflict = input.refresh ? 'do update set refresh_requested_at = now()' : 'do nothing';
       ctes.push(`seen as (insert into known_addresses (address, network) values (?, ?)
         on conflict (network, address) ${onConflict} returning (xmax = 0) as inserted)`);
       bindings.push(input.wallet.address, input.wallet.network);
-    } else {
+    } else if (input.mode === 'token') {
       ctes.push(`cred as (select * from credentials where token_hash = ?)`);
       bindings.push(input.tokenHash);
     }
@@ -108,15 +121,16 @@ export class OperatorLookupRepository {
         from operator_wallets ow where ow.account_id in (select account_id from owner where account_id is not null)
       union all
       select wc.account_id, wc.network, wc.wallet_address, 1, null
-        from wallet_captures wc join credentials c on c.id = wc.credential_id
-        where c.revoked_at is null and wc.account_id in (select account_id from owner where account_id is not null))`);
-    const extra = input.mode === 'wallet' ? `, (select inserted from seen) as inserted` : `, (select row_to_json(cred) from cred) as credential`;
+        from ${COUNTED_CAPTURES_SQL}
+        where wc.account_id in (select account_id from owner where account_id is not null))`);
+    const extra =
+      input.mode === 'wallet' ? (record ? `, (select inserted from seen) as inserted` : '') : `, (select row_to_json(cred) from cred) as credential`;
     const sql = `with ${ctes.join(',\n')}
       select o.slot, o.account_id, ${ACCOUNT_COLUMNS},
         (select json_agg(json_build_array(l.network, l.address, l.src, l.at)) from linked l where l.account_id = o.account_id) as wallets
         ${extra}
       from owner o left join accounts a on a.id = o.account_id`;
-    const rows = await this.run(sql, bindings, trx);
+    const rows = await this.prepared.query<RawRow>(sql, bindings, trx);
     const claimedRow = rows.find((r) => r.slot === 'claimed');
     const signerRow = rows.find((r) => r.slot === 'signer');
     const cred = claimedRow?.credential ?? null;
@@ -135,36 +149,6 @@ export class OperatorLookupRepository {
       newAddress: claimedRow?.inserted === true,
     };
   }
-
-  /**
-   * On PostgreSQL the statement runs as a named prepared statement: this query has few shapes (mode ×
-   * signer × refresh) and planning its CTEs costs more than executing them, so each pooled connection plans
-   * each shape once. Elsewhere (PGlite, a transaction) it goes through knex as usual.
-   */
-  private async run(sql: string, bindings: Knex.RawBinding[], trx?: Knex.Transaction): Promise<RawRow[]> {
-    const client = this.db.client as KnexPgClient;
-    if (trx || client.config.client !== 'pg') {
-      const { rows } = (await (trx ?? this.db).raw(sql, bindings)) as { rows: RawRow[] };
-      return rows;
-    }
-    let n = 0;
-    const text = sql.replace(/\?/g, () => `$${++n}`);
-    const name = this.names.get(text) ?? `kya_lookup_${this.names.size + 1}`;
-    this.names.set(text, name);
-    const conn = await client.acquireConnection();
-    try {
-      const result = await conn.query({ name, text, values: bindings });
-      return result.rows as RawRow[];
-    } finally {
-      await client.releaseConnection(conn);
-    }
-  }
-}
-
-interface KnexPgClient {
-  config: { client: unknown };
-  acquireConnection(): Promise<{ query(q: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }> }>;
-  releaseConnection(conn: unknown): Promise<void>;
 }
 
 function toOperator(row: RawRow | undefined): OperatorRow | null {
@@ -181,7 +165,7 @@ function toOperator(row: RawRow | undefined): OperatorRow | null {
     sanctions_checked_at: row.sanctions_checked_at,
     verification_level: row.verification_level,
     wallets: (row.wallets ?? []).map(([network, address, src, at]) => ({
-      network: network as 'evm' | 'solana',
+      network: network as AddressFamily,
       address,
       source: src === 0 ? 'claimed' : 'captured',
       claimedAt: at === null ? null : new Date(Number(at)),

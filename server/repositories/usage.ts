@@ -1,20 +1,32 @@
-// knex access to `usage_monthly`: the durable count of metered (assess + session) calls per account and month.
+// knex access to `usage_monthly`: the durable count of metered (assess + session) calls per account and month,
+// kept as a few shard rows per (account, month) whose sum is the count.
 import type { Knex } from 'knex';
+
+/** Shard rows per (account, month): enough to spread concurrent batches from a few instances. */
+export const USAGE_SHARDS = 4;
+
+export interface DurableCount {
+  count: number;
+  /**
+   * The PostgreSQL snapshot the count was read in (`xmin:xmax:xip,…`): which committed transactions the count
+   * includes, so increments committed after it can be told apart.
+   */
+  snapshot: string;
+}
 
 export class UsageRepository {
   constructor(private readonly db: Knex) {}
 
-  /** Adds counts in one statement (upsert-increment); used by the write-behind flusher. */
-  async addCounts(input: { entries: Array<{ accountId: string; period: string; count: number }> }): Promise<void> {
-    if (input.entries.length === 0) return;
-    await this.db('usage_monthly')
-      .insert(input.entries.map((e) => ({ account_id: e.accountId, period: e.period, count: e.count })))
-      .onConflict(['account_id', 'period'])
-      .merge({ count: this.db.raw('usage_monthly.count + excluded.count'), updated_at: this.db.fn.now() });
+  async get(input: { accountId: string; period: string }): Promise<number> {
+    return (await this.durable(input)).count;
   }
 
-  async get(input: { accountId: string; period: string }): Promise<number> {
-    const row = await this.db('usage_monthly').where({ account_id: input.accountId, period: input.period }).first('count');
-    return row ? Number(row.count) : 0;
+  /** The count and, in the same statement, the snapshot it was read in. */
+  async durable(input: { accountId: string; period: string }): Promise<DurableCount> {
+    const { rows } = await this.db.raw<{ rows: Array<{ count: string; snapshot: string }> }>(
+      'select coalesce(sum(count), 0)::bigint as count, pg_current_snapshot()::text as snapshot from usage_monthly where account_id = ? and period = ?',
+      [input.accountId, input.period],
+    );
+    return { count: Number(rows[0].count), snapshot: rows[0].snapshot };
   }
 }

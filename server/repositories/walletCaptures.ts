@@ -1,14 +1,14 @@
 // knex access to `wallet_captures`: which wallet paid under which operator credential, one row per
 // (credential, wallet, network), counted with a single-statement conditional upsert.
 import type { Knex } from 'knex';
-import type { AddressNetwork } from '../../shared/address';
+import type { AddressFamily } from '../../shared/types';
 
 export interface WalletCaptureRow {
   id: string;
   credential_id: string;
   account_id: string;
   reported_by_account_id: string | null;
-  network: AddressNetwork;
+  network: AddressFamily;
   wallet_address: string;
   transaction_count: number;
   last_idempotency_key: string | null;
@@ -32,14 +32,14 @@ export class WalletCapturesRepository {
       credentialId: string;
       accountId: string;
       reportedByAccountId: string;
-      network: AddressNetwork;
+      network: AddressFamily;
       walletAddress: string;
       idempotencyKey: string | null;
       at: Date;
     },
     trx?: Knex.Transaction,
   ): Promise<CaptureOutcome> {
-    const { rows } = await (trx ?? this.db).raw(
+    const { rows } = await (trx ?? this.db).raw<{ rows: Array<{ inserted: boolean }> }>(
       `insert into wallet_captures as w
          (credential_id, account_id, reported_by_account_id, network, wallet_address, transaction_count,
           last_idempotency_key, first_seen_at, last_seen_at)
@@ -52,26 +52,14 @@ export class WalletCapturesRepository {
          where excluded.last_idempotency_key is null
             or w.last_idempotency_key is distinct from excluded.last_idempotency_key
        returning (xmax = 0) as inserted`,
-      [
-        input.credentialId,
-        input.accountId,
-        input.reportedByAccountId,
-        input.network,
-        input.walletAddress,
-        input.idempotencyKey,
-        input.at,
-        input.at,
-      ],
+      [input.credentialId, input.accountId, input.reportedByAccountId, input.network, input.walletAddress, input.idempotencyKey, input.at, input.at],
     );
     if (rows.length === 0) return 'deduped';
     return rows[0].inserted ? 'inserted' : 'counted';
   }
 
-  async find(
-    input: { credentialId: string; network: AddressNetwork; walletAddress: string },
-    trx?: Knex.Transaction,
-  ): Promise<WalletCaptureRow | undefined> {
-    return (trx ?? this.db)('wallet_captures')
+  async find(input: { credentialId: string; network: AddressFamily; walletAddress: string }, trx?: Knex.Transaction): Promise<WalletCaptureRow | undefined> {
+    return (trx ?? this.db)<WalletCaptureRow>('wallet_captures')
       .where({ credential_id: input.credentialId, network: input.network, wallet_address: input.walletAddress })
       .first();
   }

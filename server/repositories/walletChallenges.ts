@@ -15,13 +15,13 @@ export class WalletChallengesRepository {
   constructor(private readonly db: Knex) {}
 
   async insert(input: { challenge: Omit<WalletChallengeRow, 'id' | 'used_at'> }, trx?: Knex.Transaction): Promise<WalletChallengeRow> {
-    const [row] = await (trx ?? this.db)('wallet_challenges').insert(input.challenge).returning('*');
+    const [row] = await (trx ?? this.db)<WalletChallengeRow>('wallet_challenges').insert(input.challenge).returning('*');
     return row;
   }
 
   /** The newest unused challenge of a session that stays valid until at least `validUntil`. */
   async findReusable(input: { sessionId: string; validUntil: Date }, trx?: Knex.Transaction): Promise<WalletChallengeRow | undefined> {
-    return (trx ?? this.db)('wallet_challenges')
+    return (trx ?? this.db)<WalletChallengeRow>('wallet_challenges')
       .where({ session_id: input.sessionId })
       .whereNull('used_at')
       .where('expires_at', '>', input.validUntil)
@@ -30,12 +30,16 @@ export class WalletChallengesRepository {
   }
 
   async findById(input: { id: string }, trx?: Knex.Transaction): Promise<WalletChallengeRow | undefined> {
-    return (trx ?? this.db)('wallet_challenges').where({ id: input.id }).first();
+    return (trx ?? this.db)<WalletChallengeRow>('wallet_challenges').where({ id: input.id }).first();
   }
 
   /** Uses the challenge once: false when it was already used (a replay) or has expired. */
   async markUsed(input: { id: string; at: Date }, trx: Knex.Transaction): Promise<boolean> {
-    const n = await trx('wallet_challenges').where({ id: input.id }).whereNull('used_at').where('expires_at', '>', input.at).update({ used_at: input.at });
+    const n = await trx<WalletChallengeRow>('wallet_challenges')
+      .where({ id: input.id })
+      .whereNull('used_at')
+      .where('expires_at', '>', input.at)
+      .update({ used_at: input.at });
     return n === 1;
   }
 }

@@ -5,16 +5,17 @@ import Joi from 'joi';
 import type { Deps } from '../deps';
 import { requireApiKey } from '../http/auth';
 import { route } from '../http/asyncRoute';
-import { validate } from '../http/validate';
+import { validator } from '../http/validate';
 
 export const LABEL_MAX = 100;
 export const TTL_DAYS_DEFAULT = 1;
 
-// No coercion (validate): "7" and 1.5 are not valid ttl_days.
-const createSchema = Joi.object({
-  label: Joi.string().max(LABEL_MAX).allow('', null),
-  ttl_days: Joi.number().integer().min(1).max(365),
+// No coercion (http/validate): "7" and 1.5 are not valid ttl_days.
+export const createCredentialSchema = Joi.object({
+  label: Joi.string().max(LABEL_MAX).allow('', null).description('A name for the credential in listings.'),
+  ttl_days: Joi.number().integer().min(1).max(365).description(`Lifetime in days (default ${TTL_DAYS_DEFAULT}).`),
 });
+const parseCreate = validator<{ label?: string | null; ttl_days?: number }>(createCredentialSchema);
 
 export function credentialsRouter(deps: Deps): Router {
   const router = Router();
@@ -28,7 +29,7 @@ export function credentialsRouter(deps: Deps): Router {
     limited,
     route(async (req, res) => {
       // Every field is optional, so an empty request (no body at all) means "defaults".
-      const body = validate<{ label?: string | null; ttl_days?: number }>(createSchema, req.body ?? {});
+      const body = parseCreate(req.body ?? {});
       const created = await lifecycle.create({
         accountId: req.principal!.accountId,
         label: body.label ? body.label : null,

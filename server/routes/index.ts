@@ -6,26 +6,23 @@ import { walletsRouter } from './wallets';
 import { sessionsRouter } from './sessions';
 import { verifyRouter } from '../verify/router';
 import { kycWebhookRouter } from '../kyc/webhook';
-import { assessRouter } from './assess';
 import { telemetryRouter } from './telemetry';
 import { reputationRouter } from './reputation';
+import { dashboardRouter } from '../dashboard/router';
 
 /** Routes that need the raw body (webhook signatures) — mounted before the JSON parser. */
-export function mountRawRoutes(_app: Express, _deps: Deps): void {
-  // (KYC provider webhooks are mounted here.)
-  _app.use(kycWebhookRouter(_deps));
-  _app.use(telemetryRouter(_deps)); // lenient body parsing of its own: telemetry never fails the caller
+export function mountRawRoutes(app: Express, deps: Deps): void {
+  app.use(kycWebhookRouter(deps));
+  app.use(telemetryRouter(deps)); // lenient body parsing of its own: telemetry never fails the caller
 }
 
-/** JSON API and pages. */
-export function mountRoutes(_app: Express, _deps: Deps): void {
-  // assess first: it is the hot path, and its paths (/v1/assess…) overlap no other router, so it is matched
-  // without walking the others' layers.
-  _app.use(assessRouter(_deps));
+/** JSON API and pages (assess, the hot path, is mounted ahead of these by createApp). */
+export function mountRoutes(app: Express, deps: Deps): void {
   // wallets before credentials: /v1/credentials/wallets must never be read as a credential id.
-  _app.use(walletsRouter(_deps));
-  _app.use(credentialsRouter(_deps));
-  _app.use(sessionsRouter(_deps));
-  _app.use(verifyRouter(_deps));
-  _app.use(reputationRouter(_deps));
+  app.use(walletsRouter(deps));
+  app.use(credentialsRouter(deps));
+  app.use(sessionsRouter(deps));
+  app.use(verifyRouter(deps));
+  app.use(reputationRouter(deps));
+  app.use(dashboardRouter(deps));
 }

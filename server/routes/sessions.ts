@@ -1,6 +1,7 @@
 // Verification sessions: POST /v1/sessions (merchant, API key, metered), POST /v1/sessions/public (agent-started,
 // no API key, strict per-IP limit), POST /v1/sessions/refresh (rotating refresh tokens) and the poll
-// GET /v1/sessions/:id (X-Poll-Secret only; an X-API-Key is accepted and ignored; DESIGN.md §3.1).
+// GET /v1/sessions/:id (X-Poll-Secret only; an X-API-Key is accepted and ignored, so an agent that sends its
+// merchant's headers everywhere still polls).
 import { Router, type Request } from 'express';
 import { ipKeyGenerator } from 'express-rate-limit';
 import Joi from 'joi';
@@ -8,21 +9,24 @@ import { ApiError, badRequest } from '../../shared/errors';
 import type { Deps } from '../deps';
 import { requireApiKey } from '../http/auth';
 import { route } from '../http/asyncRoute';
-import { validate } from '../http/validate';
+import { validator } from '../http/validate';
 
 export const PRODUCT_NAME_MAX = 200;
 export const CONTEXT_MAX = 500;
 const CLIENT_ID_RE = /^[A-Za-z0-9._:@-]{1,100}$/;
 
 // No coercion: a number is not a string; null means "not given".
-const createSchema = Joi.object({
-  context: Joi.string().max(CONTEXT_MAX).allow('', null),
-  product_name: Joi.string().max(PRODUCT_NAME_MAX).allow('', null),
+export const createSessionSchema = Joi.object({
+  context: Joi.string().max(CONTEXT_MAX).allow('', null).description('What the verification is for, shown to the person.'),
+  product_name: Joi.string().max(PRODUCT_NAME_MAX).allow('', null).description('The product being bought, shown on the verify page.'),
 });
 
-const refreshSchema = Joi.object({
-  refresh_token: Joi.string().min(1).max(256).required(),
+export const refreshSchema = Joi.object({
+  refresh_token: Joi.string().min(1).max(256).required().description('The ort_… refresh token from the last poll or refresh; each is used once.'),
 });
+
+const parseCreate = validator<CreateBody>(createSessionSchema);
+const parseRefresh = validator<{ refresh_token: string }>(refreshSchema);
 
 interface CreateBody {
   context?: string | null;
@@ -30,7 +34,7 @@ interface CreateBody {
 }
 
 function createFields(req: Request) {
-  const body = validate<CreateBody>(createSchema, req.body ?? {});
+  const body = parseCreate(req.body ?? {});
   return { context: body.context || null, productName: body.product_name?.trim() || null };
 }
 
@@ -95,7 +99,7 @@ export function sessionsRouter(deps: Deps): Router {
     '/v1/sessions/refresh',
     refreshLimit,
     route(async (req, res) => {
-      const body = validate<{ refresh_token: string }>(refreshSchema, req.body);
+      const body = parseRefresh(req.body);
       res.json(await deps.services.refreshTokens.refresh(body.refresh_token));
     }),
   );

@@ -2,7 +2,7 @@
 // verdicts they enforced. Recorded as a counter with bounded labels; it always answers 202 and never fails
 // the caller (mounted before the JSON parser, with its own lenient one).
 import express, { Router, type ErrorRequestHandler } from 'express';
-import { Counter } from 'prom-client';
+import { counter as metricCounter } from '../http/metrics';
 import type { Deps } from '../deps';
 
 const KINDS = new Set(['pass', 'wallet_signer_mismatch', 'wallet_auth_requires_wallet_signing']);
@@ -10,20 +10,17 @@ const NETWORKS = new Set(['evm', 'solana']);
 
 export function telemetryRouter(deps: Deps): Router {
   const router = Router();
-  const counter =
-    (deps.metrics.getSingleMetric('kya_signer_match_reports_total') as Counter<'kind' | 'network'> | undefined) ??
-    new Counter({
-      name: 'kya_signer_match_reports_total',
-      help: 'Signer-match verdicts reported by gates (POST /v1/telemetry/signer-match)',
-      labelNames: ['kind', 'network'],
-      registers: [deps.metrics],
-    });
+  const counter = metricCounter(deps.metrics, {
+    name: 'kya_signer_match_reports_total',
+    help: 'Signer-match verdicts reported by gates (POST /v1/telemetry/signer-match)',
+    labelNames: ['kind', 'network'],
+  });
 
   router.post('/v1/telemetry/signer-match', express.text({ type: () => true, limit: '16kb' }), (req, res) => {
     let body: Record<string, unknown> = {};
     try {
-      const parsed = typeof req.body === 'string' && req.body ? JSON.parse(req.body) : {};
-      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) body = parsed;
+      const parsed: unknown = typeof req.body === 'string' && req.body ? JSON.parse(req.body) : {};
+      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) body = parsed as Record<string, unknown>;
     } catch {
       // Malformed telemetry is counted as "other"; the caller is never failed.
     }

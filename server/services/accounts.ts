@@ -1,15 +1,14 @@
 // Merchant accounts and their API keys: creation, rotation, tier/limit changes, and authentication of a
-// presented key. Authentication is served from an in-process cache keyed by the key's SHA-256; every change
-// to an account or its keys invalidates that cache on every instance (pub/sub) before the call returns.
+// presented key. Authentication is served from the in-process identity cache keyed by the key's SHA-256; every
+// change to an account or its keys goes through identityChanged (every instance) before the call returns.
 import type { Knex } from 'knex';
-import { LRUCache } from 'lru-cache';
 import { ApiError, badRequest } from '../../shared/errors';
 import type { Config, Tier } from '../config';
 import { displayPrefix, newSecret, sha256Hex } from '../crypto';
 import type { AccountRow, AccountsRepository, AccountPatch } from '../repositories/accounts';
 import type { ApiKeysRepository } from '../repositories/apiKeys';
-import type { PubSub } from '../stores/kv';
-import type { Logger } from '../logger';
+import type { IdentityCache } from './identity';
+import type { WriteBehind } from '../db/writeBehind';
 
 /** Endpoints an account can have disabled (a disabled endpoint answers 402 payment_required). */
 export const ENDPOINTS = ['assess', 'sessions', 'credentials', 'wallets', 'reputation'] as const;
@@ -17,9 +16,9 @@ export type Endpoint = (typeof ENDPOINTS)[number];
 export const TIERS: readonly Tier[] = ['free', 'paid', 'enterprise'];
 
 export const API_KEY_PREFIX = 'as_live_';
-const INVALIDATE_CHANNEL = 'invalidate:account';
-/** Upper bound on how long a change can go unseen by an instance that missed its invalidation message. */
-export const CACHE_TTL_MS = 60_000;
+const KEY_USE_EVERY_MS = 60_000;
+/** Bound on the memory of when each key was last noted (one entry per key in use). */
+const MAX_NOTED_KEYS = 100_000;
 
 /** What a request knows about its authenticated caller. */
 export interface Principal {
@@ -48,27 +47,41 @@ export interface AccountView {
   quota_override: number | null;
   rps_override: number | null;
   disabled_endpoints: string[];
-  keys: Array<{ id: string; prefix: string; created_at: string; revoked_at: string | null }>;
+  /** last_used_at: the last successful authentication with the key, to the minute (written behind). */
+  keys: Array<{ id: string; prefix: string; created_at: string; revoked_at: string | null; last_used_at: string | null }>;
   created_at: string;
 }
 
+export interface AccountsServiceOptions {
+  db: Knex;
+  accounts: AccountsRepository;
+  keys: ApiKeysRepository;
+  identity: IdentityCache;
+  config: Config;
+  now: () => Date;
+  /** last_used_at of API keys, written behind the request (key id → time of use). */
+  keyUses: WriteBehind<string, Date>;
+}
+
 export class AccountsService {
-  private readonly cache = new LRUCache<string, Principal | false>({ max: 50_000, ttl: CACHE_TTL_MS });
+  private readonly db: Knex;
+  private readonly accounts: AccountsRepository;
+  private readonly keys: ApiKeysRepository;
+  private readonly identity: IdentityCache;
+  private readonly config: Config;
+  private readonly now: () => Date;
+  private readonly keyUses: WriteBehind<string, Date>;
+  /** When each key's use was last handed to keyUses (ms): a key is noted at most once per KEY_USE_EVERY_MS. */
+  private readonly keyUseNotedAt = new Map<string, number>();
 
-  constructor(
-    private readonly db: Knex,
-    private readonly accounts: AccountsRepository,
-    private readonly keys: ApiKeysRepository,
-    private readonly pubsub: PubSub,
-    private readonly config: Config,
-    private readonly logger?: Logger,
-  ) {}
-
-  /** Subscribes to cross-instance invalidations; call once at start. */
-  async start(): Promise<void> {
-    await this.pubsub.subscribe(INVALIDATE_CHANNEL, (accountId) => this.dropCached(accountId));
-    // Invalidations published while our subscription was down are lost: forget everything cached.
-    this.pubsub.onResubscribe?.(() => this.cache.clear());
+  constructor(options: AccountsServiceOptions) {
+    this.db = options.db;
+    this.accounts = options.accounts;
+    this.keys = options.keys;
+    this.identity = options.identity;
+    this.config = options.config;
+    this.now = options.now;
+    this.keyUses = options.keyUses;
   }
 
   limitsFor(account: Pick<AccountRow, 'tier' | 'quota_override' | 'rps_override'>): { quota: number | null; rps: number | null } {
@@ -101,13 +114,36 @@ export class AccountsService {
   async authenticate(presented: string): Promise<Principal | null> {
     if (!presented.startsWith(API_KEY_PREFIX) || presented.length > 128) return null;
     const hash = sha256Hex(presented);
-    const cached = this.cache.get(hash);
-    if (cached !== undefined) return cached || null;
-    const found = await this.keys.findActiveByHash({ keyHash: hash });
-    const principal = found ? this.toPrincipal(found.account, found.key.id) : null;
-    // Unknown keys are remembered briefly so guessing does not cost a query each time.
-    this.cache.set(hash, principal ?? false, principal ? undefined : { ttl: 5_000 });
+    const cached = this.identity.principal(hash);
+    let principal: Principal | null;
+    if (cached !== undefined) principal = cached || null;
+    else {
+      const generation = this.identity.snapshot();
+      const found = await this.keys.findActiveByHash({ keyHash: hash });
+      principal = found ? this.toPrincipal(found.account, found.key.id) : null;
+      // Unknown keys are remembered too (for the cache TTL) so guessing does not cost a query each time.
+      this.identity.rememberPrincipal(hash, principal ?? false, generation);
+    }
+    if (principal) this.noteKeyUse(principal.keyId);
     return principal;
+  }
+
+  /**
+   * Records a successful use for last_used_at: written behind, and noted at most once a minute per key, so a
+   * key used thousands of times a second costs one write a minute (the column is accurate to the minute).
+   */
+  private noteKeyUse(keyId: string): void {
+    const at = this.now().getTime();
+    const last = this.keyUseNotedAt.get(keyId);
+    if (last !== undefined && at - last < KEY_USE_EVERY_MS) return;
+    if (this.keyUseNotedAt.size >= MAX_NOTED_KEYS) this.keyUseNotedAt.clear();
+    this.keyUseNotedAt.set(keyId, at);
+    this.keyUses.set(keyId, new Date(at));
+  }
+
+  /** Writes the noted key uses now instead of at the next tick. */
+  flushKeyUses(): Promise<void> {
+    return this.keyUses.flush();
   }
 
   async create(input: { name: string; tier: Tier; quota?: number; rps?: number; displayName?: string }): Promise<{ account: AccountView; apiKey: string }> {
@@ -165,11 +201,31 @@ export class AccountsService {
     return { account_id: id, api_key: apiKey };
   }
 
-  async cancel(id: string): Promise<AccountView> {
-    return this.patch(id, { status: 'cancelled', cancelled_at: new Date() });
+  /**
+   * Revokes one key; it stops working at once, on every instance. The last active key is never revoked (the
+   * merchant would lock itself out): the account row lock serialises concurrent revocations, so two of them
+   * cannot each see another key left and together remove both.
+   */
+  async revokeKey(id: string, keyId: string): Promise<{ account_id: string; key_id: string; prefix: string; revoked_at: string }> {
+    const revoked = await this.db.transaction(async (trx) => {
+      await this.mustFind(id, trx, true);
+      const active = /^[0-9a-f-]{36}$/i.test(keyId) ? await this.keys.listForAccount({ accountId: id, activeOnly: true }, trx) : [];
+      if (!active.some((k) => k.id === keyId)) throw new ApiError('not_found', `No active API key ${keyId} on this account.`);
+      if (active.length === 1) throw new ApiError('conflict', 'This is the only active API key of the account, so it cannot be revoked; rotate it instead.');
+      return (await this.keys.revoke({ accountId: id, keyId }, trx))!;
+    });
+    await this.invalidate(id);
+    return { account_id: id, key_id: revoked.id, prefix: revoked.prefix, revoked_at: revoked.revoked_at!.toISOString() };
   }
 
-  async set(id: string, changes: { displayName?: string; tier?: Tier; quota?: number | null; rps?: number | null; sanctionsFreshnessDays?: number | null }): Promise<AccountView> {
+  async cancel(id: string): Promise<AccountView> {
+    return this.patch(id, { status: 'cancelled', cancelled_at: this.now() });
+  }
+
+  async set(
+    id: string,
+    changes: { displayName?: string; tier?: Tier; quota?: number | null; rps?: number | null; sanctionsFreshnessDays?: number | null },
+  ): Promise<AccountView> {
     const patch: AccountPatch = {};
     if (changes.displayName !== undefined) patch.display_name = changes.displayName;
     if (changes.tier !== undefined) {
@@ -178,7 +234,10 @@ export class AccountsService {
         // One active key outside Enterprise: never silently revoke a key a merchant may be using.
         const active = await this.keys.listForAccount({ accountId: (await this.mustFind(id)).id, activeOnly: true });
         if (active.length > 1) {
-          throw new ApiError('conflict', `The account has ${active.length} active API keys; only Enterprise may hold several. Run rotate-key first (it leaves one).`);
+          throw new ApiError(
+            'conflict',
+            `The account has ${active.length} active API keys; only Enterprise may hold several. Run rotate-key first (it leaves one).`,
+          );
         }
       }
       patch.tier = changes.tier;
@@ -201,24 +260,9 @@ export class AccountsService {
     return this.patch(id, { disabled_endpoints: [...disabled].sort() });
   }
 
-  /**
-   * Drops cached principals of this account here and on every other instance. The change is already
-   * committed when this runs, so a broadcast failure (Redis down) is logged, not thrown: other instances
-   * then pick the change up when their cache entry expires (CACHE_TTL_MS) or their subscription resyncs.
-   */
+  /** Drops cached principals of this account here and on every other instance (after the change committed). */
   async invalidate(accountId: string): Promise<void> {
-    this.dropCached(accountId);
-    try {
-      await this.pubsub.publish(INVALIDATE_CHANNEL, accountId);
-    } catch (err) {
-      this.logger?.warn({ err: (err as Error).message, account: accountId }, 'could not broadcast account change; other instances catch up within the cache TTL');
-    }
-  }
-
-  private dropCached(accountId: string) {
-    for (const [hash, principal] of this.cache.entries()) {
-      if (principal && principal.accountId === accountId) this.cache.delete(hash);
-    }
+    await this.identity.changed({ accountId });
   }
 
   private async patch(id: string, patch: AccountPatch): Promise<AccountView> {
@@ -260,6 +304,7 @@ export class AccountsService {
         prefix: k.prefix,
         created_at: k.created_at.toISOString(),
         revoked_at: k.revoked_at ? k.revoked_at.toISOString() : null,
+        last_used_at: k.last_used_at ? k.last_used_at.toISOString() : null,
       })),
       created_at: account.created_at.toISOString(),
     };

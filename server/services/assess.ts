@@ -1,8 +1,9 @@
 // POST /v1/assess: resolves the identity (wallet or operator credential) and the payment signer in one
 // Postgres round trip, evaluates the policy, checks the signer against the wallet sanctions list, and shapes
-// the response. Side effects (scoring job, last_used_at, audit row) happen behind the response.
+// the response. The audit row is committed before the response (group commit; the meter holds the response);
+// the scoring job and last_used_at happen behind it.
 import { ApiError } from '../../shared/errors';
-import type { AgentInstructions } from '../../shared/errors';
+import { signerMatchCopy } from './agentCopy';
 import type {
   AddressFamily,
   AssessResponse,
@@ -11,6 +12,7 @@ import type {
   Policy,
   SignerMatch,
   SignerSanctions,
+  WalletProofVerdict,
 } from '../../shared/types';
 import { VERIFIABLE_REASONS } from '../../shared/types';
 import type { Chain } from '../../shared/chains';
@@ -19,14 +21,15 @@ import { decryptJson, encryptJson, hmacSha256, operatorHandle, sha256Hex } from 
 import type { JobQueue } from '../jobs/queue';
 import type { Logger } from '../logger';
 import type { AuditLog } from '../repositories/audit';
-import type { CredentialsRepository } from '../repositories/credentials';
-import type { OperatorLookupRepository, WalletRef } from '../repositories/operatorLookup';
+import type { WriteBehind } from '../db/writeBehind';
+import type { LookupInput, LookupResult, WalletRef } from '../repositories/operatorLookup';
 import type { WalletSanctionsService } from '../sanctions/walletSanctions';
 import type { Principal } from './accounts';
 import { operatorVerification, resolveOperator, type ResolvedOperator } from './operators';
 import { evaluatePolicy, NO_OPERATOR, withExtraReasons, type OperatorState } from './policy';
 import type { SessionsService } from './sessions';
-import type { CredentialLifecycleService } from './credentials';
+import { credentialStatus, type CredentialLifecycleService } from './credentials';
+import type { WalletProofInput, WalletProofService } from './walletProof';
 
 export const SCORE_JOB = 'reputation.score';
 
@@ -46,10 +49,15 @@ export interface AssessInput {
   policy: Policy | null;
   /** address null: the rail carries no wallet signature. */
   signer: { network: AddressFamily; address: string | null } | null;
+  /** Wallet mode only: a Sign-In-With-X proof of control of the wallet. */
+  walletProof: WalletProofInput | null;
   warnings: AssessWarning[];
 }
 
-export const TEST_FIXTURES: Record<string, { kyc: OperatorState['kycStatus']; jurisdiction: string | null; age: string | null; sanctions: 'clear' | 'flagged' | null }> = {
+export const TEST_FIXTURES: Record<
+  string,
+  { kyc: OperatorState['kycStatus']; jurisdiction: string | null; age: string | null; sanctions: 'clear' | 'flagged' | null }
+> = {
   '0x0000000000000000000000000000000000000001': { kyc: 'verified', jurisdiction: 'US', age: '21+', sanctions: 'clear' },
   '0x0000000000000000000000000000000000000002': { kyc: 'none', jurisdiction: null, age: null, sanctions: null },
   '0x0000000000000000000000000000000000000003': { kyc: 'flagged', jurisdiction: 'US', age: '21+', sanctions: 'flagged' },
@@ -65,67 +73,24 @@ export interface AssessServiceDeps {
   config: Config;
   logger: Logger;
   now: () => Date;
-  lookup: OperatorLookupRepository;
+  /** The identity cache (answers from memory when it can, else the one lookup statement). */
+  lookup: { lookup(input: LookupInput): Promise<LookupResult> };
   sanctions: WalletSanctionsService;
   sessions: SessionsService;
   credentialLifecycle: CredentialLifecycleService;
   jobs: JobQueue;
   audit: AuditLog;
-  credentials: CredentialsRepository;
-}
-
-function instructions(value: AgentInstructions): string {
-  return JSON.stringify(value);
-}
-
-const PASS_INSTRUCTIONS = instructions({
-  action: 'proceed',
-  steps: ['The payment signer belongs to the identified operator; no action is needed.'],
-  user_message: 'Payment signer verified.',
-});
-
-const SIGNING_INSTRUCTIONS = instructions({
-  action: 'use_operator_token',
-  steps: [
-    'This payment method carries no wallet signature, so a wallet identity cannot be tied to the payment.',
-    'Present your operator credential in the X-Operator-Token header and retry the request.',
-    'Without a credential, create a verification session (POST /v1/sessions/public), have your operator complete it, and store the operator_token you receive.',
-  ],
-  user_message: 'This payment method needs an operator credential instead of a wallet address.',
-});
-
-function mismatchInstructions(linked: string[]): string {
-  return instructions({
-    action: 'resign_with_linked_wallet',
-    steps: [
-      linked.length
-        ? `Sign the payment again from one of your operator's linked wallets: ${linked.join(', ')}.`
-        : 'Sign the payment from the same wallet you presented as your identity.',
-      'Or present your operator credential in the X-Operator-Token header instead of a wallet address.',
-    ],
-    user_message: 'The wallet that signed this payment does not belong to the same operator as the identity presented.',
-  });
+  /** Credential id → last use, written behind (shared with CredentialsService). */
+  credentialTouches: WriteBehind<string, Date>;
+  walletProofs: WalletProofService;
 }
 
 export class AssessService {
-  private pendingTouches = new Map<string, Date>();
-  private touchTimer: NodeJS.Timeout | null = null;
   private readonly linkKey: Buffer;
 
   constructor(private readonly d: AssessServiceDeps) {
     // A key of its own for verify links, derived so it never equals the HMAC or PII keys themselves.
     this.linkKey = hmacSha256(d.config.serverSecret, 'kya:assess-verify-link:v1');
-  }
-
-  start(): void {
-    this.touchTimer = setInterval(() => void this.flushTouches(), 1000);
-    this.touchTimer.unref();
-  }
-
-  async stop(): Promise<void> {
-    if (this.touchTimer) clearInterval(this.touchTimer);
-    this.touchTimer = null;
-    await this.flushTouches();
   }
 
   /** A non-test assess: one Postgres round trip (lookup), no Redis, everything else behind the response. */
@@ -135,9 +100,15 @@ export class AssessService {
     let signerOwner: ResolvedOperator | null;
     let handle: string | undefined;
     let identityValue: string;
+    let walletProof: WalletProofVerdict | undefined;
     if (input.identity.kind === 'wallet') {
       const wallet = input.identity.wallet;
-      const found = await this.d.lookup.lookup({ mode: 'wallet', wallet, signer: signerRef, refresh: input.refresh });
+      // The proof (signature check, then one store write for its nonce) runs beside the lookup, not after it.
+      const [found, verdict] = await Promise.all([
+        this.d.lookup.lookup({ mode: 'wallet', wallet, signer: signerRef, refresh: input.refresh }),
+        input.walletProof ? this.d.walletProofs.verify(input.walletProof, wallet) : undefined,
+      ]);
+      walletProof = verdict;
       claimed = found.claimed ? resolveOperator(found.claimed) : null;
       signerOwner = found.signer ? resolveOperator(found.signer) : null;
       identityValue = wallet.address;
@@ -145,13 +116,11 @@ export class AssessService {
     } else {
       const tokenHash = sha256Hex(input.identity.token);
       const found = await this.d.lookup.lookup({ mode: 'token', tokenHash, signer: signerRef });
-      const cred = found.credential;
       // Same 401s as wallet capture: invalid_credential (never existed), token_expired + a fresh session.
-      if (!cred) throw await this.d.credentialLifecycle.rejection({ status: 'unknown' }, principal.accountId);
-      if (cred.revoked_at || cred.expires_at.getTime() <= this.d.now().getTime()) {
-        throw await this.d.credentialLifecycle.rejection({ status: 'expired', credential: cred }, principal.accountId);
-      }
-      this.pendingTouches.set(cred.id, this.d.now());
+      const resolution = credentialStatus(found.credential, this.d.now());
+      if (resolution.status !== 'live') throw await this.d.credentialLifecycle.rejection(resolution, principal.accountId);
+      const cred = resolution.credential;
+      this.d.credentialTouches.set(cred.id, this.d.now());
       claimed = found.claimed ? resolveOperator(found.claimed) : null;
       signerOwner = found.signer ? resolveOperator(found.signer) : null;
       handle = operatorHandle(this.d.config.serverSecret, cred.account_id, principal.accountId);
@@ -165,6 +134,7 @@ export class AssessService {
       claimed,
       signerOwner,
       handle,
+      walletProof,
     });
     this.d.audit.record({
       account_id: principal.accountId,
@@ -182,10 +152,16 @@ export class AssessService {
 
   /** Test mode: reserved fixtures only, evaluated like real operators; no database, no Redis, no audit. */
   assessTest(input: AssessInput, principal: Principal): AssessResponse {
-    if (input.identity.kind !== 'wallet') throw new ApiError('invalid_test_address', 'Test mode works only with the reserved test addresses (0x…0001 to 0x…0007).', { details: [{ field: 'operator_token', message: 'test mode takes a reserved test address, not an operator_token' }] });
+    if (input.identity.kind !== 'wallet')
+      throw new ApiError('invalid_test_address', 'Test mode works only with the reserved test addresses (0x…0001 to 0x…0007).', {
+        details: [{ field: 'operator_token', message: 'test mode takes a reserved test address, not an operator_token' }],
+      });
     const address = input.identity.wallet.address;
     const fixture = TEST_FIXTURES[address];
-    if (!fixture) throw new ApiError('invalid_test_address', 'Test mode works only with the reserved test addresses (0x…0001 to 0x…0007).', { details: [{ field: 'address', message: 'is not a reserved test address' }] });
+    if (!fixture)
+      throw new ApiError('invalid_test_address', 'Test mode works only with the reserved test addresses (0x…0001 to 0x…0007).', {
+        details: [{ field: 'address', message: 'is not a reserved test address' }],
+      });
     const state = fixtureState(address, this.d.now());
     const claimed: ResolvedOperator = { accountId: `test:${address}`, state, wallets: [address], resolvedWallet: address };
     const signerAddress = input.signer?.address ?? null;
@@ -203,6 +179,7 @@ export class AssessService {
     claimed: ResolvedOperator | null;
     signerOwner: ResolvedOperator | null;
     handle: string | undefined;
+    walletProof?: WalletProofVerdict;
   }): AssessResponse {
     const { input, principal, state, claimed, signerOwner } = ctx;
     let evaluation = evaluatePolicy(input.policy, state, { now: this.d.now(), freshnessDays: principal.sanctionsFreshnessDays });
@@ -230,10 +207,11 @@ export class AssessService {
     }
     if (ctx.handle) body.operator_handle = ctx.handle;
     if (body.decision === 'deny' && body.decision_reasons.some((r) => VERIFIABLE_REASONS.includes(r))) {
-      body.verify_url = this.verifyLink(principal.accountId);
+      body.verify_url = this.verifyLink(principal.accountId, input.identity.kind === 'wallet' ? input.identity.wallet : null);
     }
     if (signerMatch) body.signer_match = signerMatch;
     if (signerSanctions) body.signer_sanctions = signerSanctions;
+    if (ctx.walletProof) body.wallet_proof = ctx.walletProof;
     if (input.warnings.length) body.warnings = input.warnings;
     return body;
   }
@@ -249,22 +227,28 @@ export class AssessService {
     const signer = input.signer!;
     const base = { claimed_operator: claimedOperator, signer_operator: signerOperator };
     if (signer.address === null) {
-      if (input.identity.kind === 'token') return { kind: 'pass', ...base, agent_instructions: PASS_INSTRUCTIONS };
-      return { kind: 'wallet_auth_requires_wallet_signing', ...base, agent_instructions: SIGNING_INSTRUCTIONS };
+      if (input.identity.kind === 'token') return { kind: 'pass', ...base, agent_instructions: signerMatchCopy.pass };
+      return { kind: 'wallet_auth_requires_wallet_signing', ...base, agent_instructions: signerMatchCopy.useOperatorToken };
     }
     const sameOperator = Boolean(claimed && signerOwner && claimed.accountId === signerOwner.accountId);
     if (input.identity.kind === 'wallet') {
       const claimedWallet = input.identity.wallet;
       const same = (claimedWallet.network === signer.network && claimedWallet.address === signer.address) || sameOperator;
-      if (same) return { kind: 'pass', ...base, agent_instructions: PASS_INSTRUCTIONS };
+      if (same) return { kind: 'pass', ...base, agent_instructions: signerMatchCopy.pass };
       const linked = claimed?.wallets ?? [];
-      const out: SignerMatch = { kind: 'wallet_signer_mismatch', ...base, expected_signer: claimedWallet.address, actual_signer: signer.address, agent_instructions: mismatchInstructions(linked) };
+      const out: SignerMatch = {
+        kind: 'wallet_signer_mismatch',
+        ...base,
+        expected_signer: claimedWallet.address,
+        actual_signer: signer.address,
+        agent_instructions: signerMatchCopy.mismatch(linked),
+      };
       if (linked.length) out.linked_wallets = linked;
       return out;
     }
-    if (!signerOwner || sameOperator) return { kind: 'pass', ...base, agent_instructions: PASS_INSTRUCTIONS };
+    if (!signerOwner || sameOperator) return { kind: 'pass', ...base, agent_instructions: signerMatchCopy.pass };
     const linked = claimed?.wallets ?? [];
-    const out: SignerMatch = { kind: 'wallet_signer_mismatch', ...base, actual_signer: signer.address, agent_instructions: mismatchInstructions(linked) };
+    const out: SignerMatch = { kind: 'wallet_signer_mismatch', ...base, actual_signer: signer.address, agent_instructions: signerMatchCopy.mismatch(linked) };
     if (claimedOperator) out.expected_signer = claimedOperator;
     if (linked.length) out.linked_wallets = linked;
     // Key order as documented: expected before actual.
@@ -289,16 +273,19 @@ export class AssessService {
    * it (GET /v1/assess/verify/:ticket). Stateless, so a denial costs no extra database write and test mode
    * can return one too. The ticket is encrypted and authenticated (AES-256-GCM): it reveals nothing.
    */
-  verifyLink(merchantAccountId: string): string {
+  verifyLink(merchantAccountId: string, wallet: WalletRef | null = null): string {
     // Expiry rounded to the hour so repeated denials produce the same link within an hour.
     const hour = Math.floor(this.d.now().getTime() / 3600_000) * 3600_000;
-    const ticket = encryptJson(this.linkKey, { m: merchantAccountId, x: hour + VERIFY_LINK_TTL_MS });
+    // A wallet-mode denial names its wallet, so the verify page can ask the person to link that wallet.
+    const payload: { m: string; x: number; w?: string } = { m: merchantAccountId, x: hour + VERIFY_LINK_TTL_MS };
+    if (wallet) payload.w = `${wallet.network}:${wallet.address}`;
+    const ticket = encryptJson(this.linkKey, payload);
     return `${this.d.config.publicBaseUrl}/v1/assess/verify/${toBase64Url(ticket)}`;
   }
 
   /** Opens a verify link: a new merchant session, whose verify_url the caller redirects to. */
   async openVerifyLink(ticket: string): Promise<string> {
-    let payload: { m?: unknown; x?: unknown };
+    let payload: { m?: unknown; x?: unknown; w?: unknown };
     try {
       payload = decryptJson(this.linkKey, fromBase64Url(ticket));
     } catch {
@@ -307,19 +294,10 @@ export class AssessService {
     if (typeof payload.m !== 'string' || typeof payload.x !== 'number' || payload.x <= this.d.now().getTime()) {
       throw new ApiError('not_found', 'This verification link has expired. Retry the purchase to get a new one.');
     }
-    const { body } = await this.d.sessions.create({ kind: 'merchant', merchantAccountId: payload.m, context: 'assess:verify_url' });
+    const wallet = typeof payload.w === 'string' && /^(evm|solana):[A-Za-z0-9]{20,64}$/.test(payload.w) ? payload.w : null;
+    const context = wallet ? `assess:verify_url:wallet:${wallet}` : 'assess:verify_url';
+    const { body } = await this.d.sessions.create({ kind: 'merchant', merchantAccountId: payload.m, context });
     return body.verify_url;
-  }
-
-  async flushTouches(): Promise<void> {
-    if (this.pendingTouches.size === 0) return;
-    const batch = this.pendingTouches;
-    this.pendingTouches = new Map();
-    try {
-      await this.d.credentials.touch({ uses: [...batch].map(([id, at]) => ({ id, at })) });
-    } catch (err) {
-      this.d.logger.debug({ err: (err as Error).message }, 'last_used_at update failed');
-    }
   }
 }
 

@@ -4,13 +4,18 @@
 // Tokens are stored as SHA-256 hashes; resolution is an index probe on the hash, so unknown and wrong tokens
 // take the same path.
 import type { Knex } from 'knex';
+import type { WebhookEmitter } from '../webhooks/events';
 import { ApiError } from '../../shared/errors';
+import type { CredentialSummary } from '../../shared/types';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { displayPrefix, newSecret, sha256Hex } from '../crypto';
 import type { AccountRow, AccountsRepository, KycStatus } from '../repositories/accounts';
 import type { CredentialRow, CredentialsRepository, ListedCredentialRow } from '../repositories/credentials';
 import type { SessionsService } from './sessions';
+import { credentialCopy, memoryCopy, sessionCopy } from './agentCopy';
+import type { IdentityChanged } from './identity';
+import type { WriteBehind } from '../db/writeBehind';
 
 export const CREDENTIAL_PREFIX = 'opc_';
 
@@ -20,6 +25,16 @@ export type CredentialResolution =
   | { status: 'expired'; credential: CredentialRow }
   /** Never existed (or is not even shaped like a credential): 401 invalid_credential, no session. */
   | { status: 'unknown' };
+
+/**
+ * The one definition of a usable credential: found, not revoked, and not past its expiry at `now`. Callers
+ * that found the row some other way (assess resolves it inside its lookup statement) classify it here too.
+ */
+export function credentialStatus(credential: CredentialRow | null | undefined, now: Date): CredentialResolution {
+  if (!credential) return { status: 'unknown' };
+  if (credential.revoked_at || credential.expires_at.getTime() <= now.getTime()) return { status: 'expired', credential };
+  return { status: 'live', credential };
+}
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DAY_MS = 86_400_000;
@@ -33,25 +48,34 @@ export interface RevokedCredential {
   refreshTokenIds: string[];
 }
 
+export interface CredentialsServiceOptions {
+  db: Knex;
+  credentials: CredentialsRepository;
+  logger: Logger;
+  now: () => Date;
+  identityChanged: IdentityChanged;
+  webhooks?: WebhookEmitter;
+  /** last_used_at of credentials, written behind the request (credential id → time of use). */
+  touches: WriteBehind<string, Date>;
+}
+
 export class CredentialsService {
-  private pendingTouches = new Map<string, Date>();
-  private timer: NodeJS.Timeout | null = null;
+  private readonly db: Knex;
+  private readonly credentials: CredentialsRepository;
+  private readonly logger: Logger;
+  private readonly now: () => Date;
+  private readonly identityChanged: IdentityChanged;
+  private readonly webhooks: WebhookEmitter | undefined;
+  private readonly touches: WriteBehind<string, Date>;
 
-  constructor(
-    private readonly db: Knex,
-    private readonly credentials: CredentialsRepository,
-    private readonly logger: Logger,
-    private readonly now: () => Date,
-  ) {}
-
-  start(): void {
-    this.timer = setInterval(() => void this.flushTouches(), 1000);
-    this.timer.unref();
-  }
-
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    await this.flushTouches();
+  constructor(options: CredentialsServiceOptions) {
+    this.db = options.db;
+    this.credentials = options.credentials;
+    this.logger = options.logger;
+    this.now = options.now;
+    this.identityChanged = options.identityChanged;
+    this.webhooks = options.webhooks;
+    this.touches = options.touches;
   }
 
   static isCredentialShaped(token: unknown): token is string {
@@ -98,11 +122,9 @@ export class CredentialsService {
   /** Resolves a presented token; marks live use (last_used_at) behind the hot path. */
   async resolve(token: unknown, trx?: Knex.Transaction): Promise<CredentialResolution> {
     if (!CredentialsService.isCredentialShaped(token)) return { status: 'unknown' };
-    const credential = await this.credentials.findByHash({ tokenHash: sha256Hex(token) }, trx);
-    if (!credential) return { status: 'unknown' };
-    if (credential.revoked_at || credential.expires_at.getTime() <= this.now().getTime()) return { status: 'expired', credential };
-    this.pendingTouches.set(credential.id, this.now());
-    return { status: 'live', credential };
+    const resolution = credentialStatus(await this.credentials.findByHash({ tokenHash: sha256Hex(token) }, trx), this.now());
+    if (resolution.status === 'live') this.touches.set(resolution.credential.id, this.now());
+    return resolution;
   }
 
   /** The account's unrevoked credentials that are unexpired or still refreshable, newest first. */
@@ -140,9 +162,17 @@ export class CredentialsService {
         { credentialId: credential.id, accountId: input.accountId, refreshTokenIds: [...chain], at: this.now() },
         trx,
       );
+      await this.webhooks?.emit(trx, input.accountId, 'credential.revoked', {
+        credential_id: credential.id,
+        prefix: credential.prefix,
+        revoked_credential_ids: revoked.credentialIds,
+        revoked_at: this.now().toISOString(),
+      });
       return { id: credential.id, ...revoked };
     });
     if (result) {
+      // The credentials, and the operator's captured wallets (captures under a revoked credential stop counting).
+      await this.identityChanged({ operatorId: input.accountId, credentialIds: result.credentialIds });
       this.logger.info(
         { credential: result.id, credentials: result.credentialIds.length, refresh_tokens: result.refreshTokenIds.length },
         'credential revoked with its refresh chain',
@@ -151,15 +181,9 @@ export class CredentialsService {
     return result;
   }
 
-  async flushTouches(): Promise<void> {
-    if (this.pendingTouches.size === 0) return;
-    const batch = this.pendingTouches;
-    this.pendingTouches = new Map();
-    try {
-      await this.credentials.touch({ uses: [...batch].map(([id, at]) => ({ id, at })) });
-    } catch (err) {
-      this.logger.debug({ err: (err as Error).message }, 'last_used_at update failed');
-    }
+  /** Writes the pending last_used_at times now (tests; the write-behind flushes by itself). */
+  flushTouches(): Promise<void> {
+    return this.touches.flush();
   }
 }
 
@@ -189,15 +213,8 @@ export type AccountVerification =
       operator_type: string | null;
     };
 
-export interface CredentialView {
-  id: string;
-  prefix: string;
-  label: string | null;
-  expires_at: string;
-  created_at: string;
-  last_used_at: string | null;
-  refreshable: boolean;
-}
+/** The listed credential is the wire shape both the server and the gate's client use. */
+export type CredentialView = CredentialSummary;
 
 export interface CreatedCredentialBody {
   id: string;
@@ -217,14 +234,28 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
  * What /v1/credentials does for the calling account, which is itself the operator: its KYC columns decide
  * whether it may mint, and its credentials are the ones listed and revoked.
  */
+export interface CredentialLifecycleServiceOptions {
+  credentials: CredentialsService;
+  accounts: AccountsRepository;
+  sessions: SessionsService;
+  config: Config;
+  now: () => Date;
+}
+
 export class CredentialLifecycleService {
-  constructor(
-    private readonly credentials: CredentialsService,
-    private readonly accounts: AccountsRepository,
-    private readonly sessions: SessionsService,
-    private readonly config: Config,
-    private readonly now: () => Date,
-  ) {}
+  private readonly credentials: CredentialsService;
+  private readonly accounts: AccountsRepository;
+  private readonly sessions: SessionsService;
+  private readonly config: Config;
+  private readonly now: () => Date;
+
+  constructor(options: CredentialLifecycleServiceOptions) {
+    this.credentials = options.credentials;
+    this.accounts = options.accounts;
+    this.sessions = options.sessions;
+    this.config = options.config;
+    this.now = options.now;
+  }
 
   /** Mints a credential for an account that completed KYC; the plaintext is in the result once. */
   async create(input: { accountId: string; label: string | null; ttlDays: number }): Promise<CreatedCredentialBody> {
@@ -317,7 +348,7 @@ export class CredentialLifecycleService {
         verify_url: body.verify_url,
         next_steps: {
           action: 'complete_kyc_then_retry',
-          user_message: `Open ${body.verify_url} in a browser and complete identity verification (the link expires in one hour), then create the credential again.`,
+          user_message: sessionCopy.completeKycThenRetry(body.verify_url, this.config.sessions.ttlSeconds),
         },
       },
     });
@@ -331,7 +362,7 @@ export class CredentialLifecycleService {
           action: 'contact_support',
           support_email: this.config.supportEmail,
           support_subject: this.config.supportSubject,
-          user_message: `Identity screening needs a manual review before credentials can be issued. Contact ${this.config.supportEmail}.`,
+          user_message: credentialCopy.screeningReview(this.config.supportEmail),
         },
       },
     });
@@ -341,7 +372,7 @@ export class CredentialLifecycleService {
     const base = this.sessions.agentMemory();
     return {
       ...base,
-      pattern_summary: `This operator credential (opc_…) proves that a verified operator stands behind your requests. Send it in the ${OPERATOR_TOKEN_HEADER} header to merchants gated by kya (or as operator_token in POST /v1/assess). It expires at ${expiresAt.toISOString()}. A 401 token_expired carries a verification session to obtain a new one; a 401 invalid_credential means the value is wrong and must not be retried.`,
+      pattern_summary: memoryCopy.credential(OPERATOR_TOKEN_HEADER, expiresAt),
       credential_header: OPERATOR_TOKEN_HEADER,
       credential_expires_at: expiresAt.toISOString(),
       do_not_persist_in_memory: ['credential', 'operator_token', 'poll_secret', 'refresh_token'],

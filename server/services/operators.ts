@@ -49,7 +49,8 @@ export function resolveOperator(row: OperatorRow): ResolvedOperator {
 /** `{level}` alone without a completed identity check; with it, also operator_type and verified_at. */
 export function operatorVerification(state: OperatorState): OperatorVerification {
   if (state.kycStatus !== 'verified') {
-    // A verification that was later flagged keeps its level (DESIGN §3.12) but exposes no details.
+    // A verification that was later flagged keeps its level (levels never move back; the flag is reported by
+    // sanctions_flagged) but exposes no details.
     return { level: state.verificationLevel };
   }
   const out: OperatorVerification = { level: 'kyc_verified' };

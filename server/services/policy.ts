@@ -73,9 +73,17 @@ function isVerified(op: OperatorState): boolean {
 function unverified(op: OperatorState): { reason: DecisionReason; message: string; howToRemedy: string | null } {
   switch (op.kycStatus) {
     case 'pending':
-      return { reason: 'kyc_pending', message: 'Identity verification is in progress.', howToRemedy: 'Wait for the verification in progress to finish, then retry.' };
+      return {
+        reason: 'kyc_pending',
+        message: 'Identity verification is in progress.',
+        howToRemedy: 'Wait for the verification in progress to finish, then retry.',
+      };
     case 'failed':
-      return { reason: 'kyc_failed', message: "The operator's identity verification failed.", howToRemedy: 'Retry identity verification at verify_url with a clear, valid ID document.' };
+      return {
+        reason: 'kyc_failed',
+        message: "The operator's identity verification failed.",
+        howToRemedy: 'Retry identity verification at verify_url with a clear, valid ID document.',
+      };
     case 'flagged':
       return { reason: 'sanctions_flagged', message: "The operator's verification was flagged by sanctions screening and is under review.", howToRemedy: null };
     case 'verified':
@@ -115,14 +123,23 @@ function requireSanctionsClear(required: boolean, op: OperatorState, ctx: Policy
   });
   switch (actual) {
     case 'clear':
-      return { check, reason: null, message: `The operator was screened clear against sanctions lists ${Math.floor(ageDays!)} day(s) ago (window: ${ctx.freshnessDays} days).`, howToRemedy: null };
+      return {
+        check,
+        reason: null,
+        message: `The operator was screened clear against sanctions lists ${Math.floor(ageDays!)} day(s) ago (window: ${ctx.freshnessDays} days).`,
+        howToRemedy: null,
+      };
     case 'flagged':
       return fail('sanctions_flagged', 'The operator matched a sanctions list during screening.', null);
     case 'none':
       return fail('kyc_required', 'The operator has not completed identity verification, so has never been screened against sanctions lists.', VERIFY);
     default:
       return ageDays !== null
-        ? fail('kyc_required', `The operator's last sanctions screening is older than the ${ctx.freshnessDays}-day freshness window.`, 'Have the operator verify again at verify_url to refresh the screening, then retry.')
+        ? fail(
+            'kyc_required',
+            `The operator's last sanctions screening is older than the ${ctx.freshnessDays}-day freshness window.`,
+            'Have the operator verify again at verify_url to refresh the screening, then retry.',
+          )
         : fail('kyc_required', 'The operator has never been screened against sanctions lists.', VERIFY);
   }
 }
@@ -135,11 +152,21 @@ function minAge(required: 18 | 21, op: OperatorState): RuleOutcome {
     const why = unverified(op);
     return { check, reason: why.reason, message: `The operator's age has not been verified. ${why.message}`, howToRemedy: why.howToRemedy };
   }
-  if (age! >= required) {
-    return { check: { ...check, passed: true }, reason: null, message: `The operator's verified age bracket ${op.ageBracket} meets the minimum age of ${required}.`, howToRemedy: null };
+  if (age >= required) {
+    return {
+      check: { ...check, passed: true },
+      reason: null,
+      message: `The operator's verified age bracket ${op.ageBracket} meets the minimum age of ${required}.`,
+      howToRemedy: null,
+    };
   }
   // A verified ID below the minimum cannot be fixed by the agent or the operator.
-  return { check, reason: 'age_insufficient', message: `The operator's verified age bracket ${op.ageBracket} is below the minimum age of ${required}.`, howToRemedy: null };
+  return {
+    check,
+    reason: 'age_insufficient',
+    message: `The operator's verified age bracket ${op.ageBracket} is below the minimum age of ${required}.`,
+    howToRemedy: null,
+  };
 }
 
 function jurisdiction(rule: 'blocked_jurisdictions' | 'allowed_jurisdictions', list: string[], op: OperatorState): RuleOutcome {
@@ -150,15 +177,24 @@ function jurisdiction(rule: 'blocked_jurisdictions' | 'allowed_jurisdictions', l
   if (list.length === 0) return { check, reason: null, message: 'The list is empty; no jurisdiction is restricted.', howToRemedy: null };
   if (!country) {
     const why = unverified(op);
-    return { check: { ...check, passed: false }, reason: why.reason, message: `The operator's jurisdiction has not been verified. ${why.message}`, howToRemedy: why.howToRemedy };
+    return {
+      check: { ...check, passed: false },
+      reason: why.reason,
+      message: `The operator's jurisdiction has not been verified. ${why.message}`,
+      howToRemedy: why.howToRemedy,
+    };
   }
   const listed = list.includes(country);
   const passed = rule === 'blocked_jurisdictions' ? !listed : listed;
   if (passed) {
-    const message = rule === 'blocked_jurisdictions' ? `The operator's jurisdiction ${country} is not blocked.` : `The operator's jurisdiction ${country} is allowed.`;
+    const message =
+      rule === 'blocked_jurisdictions' ? `The operator's jurisdiction ${country} is not blocked.` : `The operator's jurisdiction ${country} is allowed.`;
     return { check, reason: null, message, howToRemedy: null };
   }
-  const message = rule === 'blocked_jurisdictions' ? `The operator's jurisdiction ${country} is blocked by this merchant.` : `The operator's jurisdiction ${country} is not in this merchant's allowed list.`;
+  const message =
+    rule === 'blocked_jurisdictions'
+      ? `The operator's jurisdiction ${country} is blocked by this merchant.`
+      : `The operator's jurisdiction ${country} is not in this merchant's allowed list.`;
   return { check: { ...check, passed: false }, reason: 'jurisdiction_restricted', message, howToRemedy: null };
 }
 

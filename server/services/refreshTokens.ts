@@ -1,4 +1,5 @@
-// Rotating refresh tokens for agent-started sessions (DESIGN.md §3.4). Each rotation retires the presented
+// Rotating refresh tokens for agent-started sessions (an agent with no merchant has nobody to start a new
+// session for it, so it may renew its own credential). Each rotation retires the presented
 // token and issues a child in the same family together with a new credential; presenting a token that was
 // already rotated is treated as theft: the whole family and every credential it minted are revoked.
 import crypto from 'node:crypto';
@@ -10,6 +11,8 @@ import { displayPrefix, newSecret, sha256Hex } from '../crypto';
 import type { RefreshTokenRow, RefreshTokensRepository } from '../repositories/refreshTokens';
 import type { OperatorsRepository } from '../repositories/operators';
 import type { CredentialsService } from './credentials';
+import type { IdentityChanged } from './identity';
+import { credentialCopy } from './agentCopy';
 
 export const REFRESH_TOKEN_PREFIX = 'ort_';
 
@@ -26,22 +29,43 @@ function refused(): ApiError {
     top: {
       next_steps: {
         action: 'create_new_session',
-        user_message: 'Your saved sign-in has ended. Please verify again to continue.',
+        user_message: credentialCopy.refreshEnded,
       },
     },
   });
 }
 
+export interface RefreshTokensServiceOptions {
+  db: Knex;
+  tokens: RefreshTokensRepository;
+  operators: OperatorsRepository;
+  credentials: CredentialsService;
+  config: Config;
+  logger: Logger;
+  now: () => Date;
+  identityChanged: IdentityChanged;
+}
+
 export class RefreshTokensService {
-  constructor(
-    private readonly db: Knex,
-    private readonly tokens: RefreshTokensRepository,
-    private readonly operators: OperatorsRepository,
-    private readonly credentials: CredentialsService,
-    private readonly config: Config,
-    private readonly logger: Logger,
-    private readonly now: () => Date,
-  ) {}
+  private readonly db: Knex;
+  private readonly tokens: RefreshTokensRepository;
+  private readonly operators: OperatorsRepository;
+  private readonly credentials: CredentialsService;
+  private readonly config: Config;
+  private readonly logger: Logger;
+  private readonly now: () => Date;
+  private readonly identityChanged: IdentityChanged;
+
+  constructor(options: RefreshTokensServiceOptions) {
+    this.db = options.db;
+    this.tokens = options.tokens;
+    this.operators = options.operators;
+    this.credentials = options.credentials;
+    this.config = options.config;
+    this.logger = options.logger;
+    this.now = options.now;
+    this.identityChanged = options.identityChanged;
+  }
 
   get ttlSeconds(): number {
     return this.config.sessions.refreshTokenTtlDays * 86400;
@@ -83,7 +107,7 @@ export class RefreshTokensService {
       if (current.rotated_at) {
         const revoked = await this.tokens.revokeFamily({ familyId: current.family_id, at: now }, trx);
         // Committed (not rolled back): the revocation must stick even though the caller gets an error.
-        return { kind: 'reused' as const, familyId: current.family_id, revoked };
+        return { kind: 'reused' as const, familyId: current.family_id, accountId: current.account_id, revoked };
       }
       if (current.revoked_at || current.expires_at.getTime() <= now.getTime()) return { kind: 'refused' as const };
       const account = await this.operators.findAccount({ id: current.account_id }, trx);
@@ -105,7 +129,9 @@ export class RefreshTokensService {
       return { kind: 'rotated' as const, token: minted.token, refreshToken: next.token };
     });
     if (outcome.kind === 'reused') {
-      this.logger.warn({ family: outcome.familyId, ...outcome.revoked }, 'refresh token reuse detected; family revoked');
+      const { credentialIds, ...counts } = outcome.revoked;
+      await this.identityChanged({ operatorId: outcome.accountId, credentialIds });
+      this.logger.warn({ family: outcome.familyId, ...counts }, 'refresh token reuse detected; family revoked');
       throw refused();
     }
     if (outcome.kind === 'refused') throw refused();

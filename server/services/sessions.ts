@@ -8,6 +8,8 @@ import { newSecret, safeEqual, sha256Hex } from '../crypto';
 import type { SessionKind, SessionRow, SessionsRepository } from '../repositories/sessions';
 import type { CredentialsService } from './credentials';
 import type { RefreshTokensService } from './refreshTokens';
+import { memoryCopy, pollCopy, sessionCopy } from './agentCopy';
+import { emitSessionEvent, type WebhookEmitter } from '../webhooks/events';
 
 export const POLL_SECRET_HEADER = 'X-Poll-Secret';
 export const POLL_INTERVAL_SECONDS = 5;
@@ -26,12 +28,17 @@ export interface CreatedSession {
     user_message: string;
   };
   agent_memory: Record<string, unknown>;
-  /** JSON-encoded {action, steps, user_message} for older gates (REFERENCE.md). */
+  /** JSON-encoded {action, steps, user_message}: the encoding older gates parse. */
   agent_instructions: string;
 }
 
 export type PollBody =
-  | { session_id: string; status: 'pending'; retry_after_seconds: number; next_steps: { action: 'continue_polling'; poll_interval_seconds: number; eta_message: string } }
+  | {
+      session_id: string;
+      status: 'pending';
+      retry_after_seconds: number;
+      next_steps: { action: 'continue_polling'; poll_interval_seconds: number; eta_message: string };
+    }
   | {
       session_id: string;
       status: 'verified';
@@ -55,6 +62,7 @@ export type PollBody =
 export interface SessionDelivery {
   credentials: CredentialsService;
   refreshTokens: RefreshTokensService;
+  webhooks?: WebhookEmitter;
 }
 
 const SESSION_ID_RE = /^vs_[0-9A-Za-z]{20,64}$/;
@@ -70,14 +78,28 @@ export interface CreateSessionInput {
   clientId?: string | null;
 }
 
+export interface SessionsServiceOptions {
+  db: Knex;
+  sessions: SessionsRepository;
+  config: Config;
+  now: () => Date;
+  delivery?: SessionDelivery;
+}
+
 export class SessionsService {
-  constructor(
-    private readonly db: Knex,
-    private readonly sessions: SessionsRepository,
-    private readonly config: Config,
-    private readonly now: () => Date,
-    private readonly delivery?: SessionDelivery,
-  ) {}
+  private readonly db: Knex;
+  private readonly sessions: SessionsRepository;
+  private readonly config: Config;
+  private readonly now: () => Date;
+  private readonly delivery: SessionDelivery | undefined;
+
+  constructor(options: SessionsServiceOptions) {
+    this.db = options.db;
+    this.sessions = options.sessions;
+    this.config = options.config;
+    this.now = options.now;
+    this.delivery = options.delivery;
+  }
 
   static isSessionId(id: unknown): id is string {
     return typeof id === 'string' && SESSION_ID_RE.test(id);
@@ -85,7 +107,7 @@ export class SessionsService {
 
   /**
    * The session when `id` exists and `pollSecret` is its secret; otherwise one `not_found` for both cases
-   * (DESIGN.md §3.1), with the same hash comparison on both paths.
+   * (no oracle for guessing session ids), with the same hash comparison on both paths.
    */
   async authenticatePoll(id: unknown, pollSecret: string): Promise<SessionRow> {
     const row = SessionsService.isSessionId(id) ? await this.sessions.findById({ id }) : undefined;
@@ -99,7 +121,7 @@ export class SessionsService {
     let row = await this.authenticatePoll(id, pollSecret);
     const now = this.now();
     if (row.status === 'pending' && row.expires_at.getTime() <= now.getTime()) {
-      row = (await this.sessions.expireIfDue({ id: row.id, now })) ?? (await this.sessions.findById({ id: row.id }))!;
+      row = (await this.expire(row.id, now)) ?? (await this.sessions.findById({ id: row.id }))!;
     }
     if (row.status === 'verified') {
       const delivered = await this.deliver(row.id);
@@ -111,7 +133,8 @@ export class SessionsService {
 
   /**
    * verified → consumed and the credential minted in the same transaction. Only the caller whose conditional
-   * UPDATE matched gets the plaintext token; it never rests in the database (DESIGN.md §3.2).
+   * UPDATE matched gets the plaintext token; it never rests in the database, and two concurrent polls on
+   * two instances can never both receive it.
    */
   private async deliver(id: string): Promise<PollBody | null> {
     if (!this.delivery) throw new Error('SessionsService was built without credential delivery');
@@ -142,14 +165,14 @@ export class SessionsService {
         next_steps: {
           action: 'retry_merchant_request_with_operator_token',
           header_name: 'X-Operator-Token',
-          user_message: 'Your identity is verified. Continuing with your request now.',
+          user_message: pollCopy.verified,
         },
       };
       return body;
     });
   }
 
-  /** The poll body for a status other than a delivering `verified` (spec: GET /v1/sessions/{session_id}). */
+  /** The GET /v1/sessions/{session_id} body for a status other than a delivering `verified`. */
   pollBody(row: SessionRow): PollBody {
     const session_id = row.id;
     switch (row.status) {
@@ -161,7 +184,7 @@ export class SessionsService {
           next_steps: {
             action: 'continue_polling',
             poll_interval_seconds: POLL_INTERVAL_SECONDS,
-            eta_message: `Waiting for the user to finish verification in the browser (usually 2 to 5 minutes; the link expires at ${row.expires_at.toISOString()}).`,
+            eta_message: pollCopy.pendingEta(row.expires_at),
           },
         };
       case 'verified':
@@ -172,14 +195,14 @@ export class SessionsService {
           status: 'consumed',
           next_steps: {
             action: 'use_stored_operator_token',
-            user_message: 'Verification is complete and the credential was already delivered. Use the operator token you stored.',
+            user_message: pollCopy.consumed,
           },
         };
       case 'expired':
         return {
           session_id,
           status: 'expired',
-          next_steps: { action: 'create_new_session', user_message: 'The verification link expired before it was completed. Start a new verification.' },
+          next_steps: { action: 'create_new_session', user_message: pollCopy.expired },
         };
       case 'failed':
         return {
@@ -187,7 +210,7 @@ export class SessionsService {
           status: 'failed',
           next_steps: {
             action: 'verification_failed',
-            user_message: 'Identity verification did not succeed. You can start a new verification and try again with a clear, valid document.',
+            user_message: pollCopy.failed,
           },
         };
       case 'flagged':
@@ -198,7 +221,7 @@ export class SessionsService {
             action: 'contact_support',
             support_email: this.config.supportEmail,
             support_subject: this.config.supportSubject,
-            user_message: `Your verification needs a manual review before a credential can be issued. Please email ${this.config.supportEmail} and quote reference ${row.id}.`,
+            user_message: pollCopy.flagged(this.config.supportEmail, row.id),
           },
         };
     }
@@ -213,13 +236,31 @@ export class SessionsService {
     const row = await this.findById(id);
     const now = this.now();
     if (row && row.status === 'pending' && row.expires_at.getTime() <= now.getTime()) {
-      return (await this.sessions.expireIfDue({ id: row.id, now })) ?? this.sessions.findById({ id: row.id });
+      return (await this.expire(row.id, now)) ?? this.sessions.findById({ id: row.id });
     }
     return row;
   }
 
-  async setKycReference(id: string, provider: string, reference: string): Promise<void> {
-    await this.sessions.setKycReference({ id, provider, reference });
+  /** pending → expired when due, with its webhook event in the same transaction. */
+  private async expire(id: string, now: Date): Promise<SessionRow | undefined> {
+    return this.db.transaction(async (trx) => {
+      const row = await this.sessions.expireIfDue({ id, now }, trx);
+      await emitSessionEvent(this.delivery?.webhooks, trx, this.config.serverSecret, row);
+      return row;
+    });
+  }
+
+  /** Expires merchant sessions past their TTL that nobody looked at, so their merchants hear `session.expired`. */
+  async expireOverdue(limit = 200): Promise<number> {
+    const now = this.now();
+    const ids = await this.sessions.overduePendingIds({ now, limit });
+    let n = 0;
+    for (const id of ids) if (await this.expire(id, now)) n++;
+    return n;
+  }
+
+  async setKycReference(id: string, provider: string, reference: string, returnKeyHash: string): Promise<void> {
+    await this.sessions.setKycReference({ id, provider, reference, returnKeyHash });
   }
 
   verifyUrl(sessionId: string): string {
@@ -245,7 +286,8 @@ export class SessionsService {
           client_id: input.clientId ?? null,
           context: input.context ?? null,
           product_name: input.productName ?? null,
-          // Only agent-started sessions issue refresh tokens (DESIGN.md §3.4).
+          // Only agent-started sessions issue refresh tokens: a merchant-started session's agent gets a new
+          // session from that merchant when its credential expires.
           issue_refresh_token: input.kind === 'public',
           expires_at: new Date(this.now().getTime() + this.config.sessions.ttlSeconds * 1000),
         },
@@ -259,12 +301,12 @@ export class SessionsService {
     const verifyUrl = this.verifyUrl(row.id);
     const pollUrl = this.pollUrl(row.id);
     const steps = [
-      `Give the user this link and ask them to complete verification in a browser: ${verifyUrl}`,
-      `Poll GET ${pollUrl} every ${POLL_INTERVAL_SECONDS} seconds with the header ${POLL_SECRET_HEADER}: <poll_secret>. Never put the poll secret in a URL.`,
-      'When the status is "verified", store operator_token in your credential store (not in conversation memory).',
-      'Retry the original merchant request with the header X-Operator-Token: <operator_token>.',
+      sessionCopy.deliverStep(verifyUrl),
+      sessionCopy.pollStep(pollUrl, POLL_INTERVAL_SECONDS, POLL_SECRET_HEADER),
+      sessionCopy.storeStep,
+      sessionCopy.retryStep,
     ];
-    const userMessage = 'To continue, verify your identity once using the link. It takes a few minutes and the link expires in one hour.';
+    const userMessage = sessionCopy.userMessage(this.config.sessions.ttlSeconds);
     const instructions: AgentInstructions = { action: 'deliver_verify_url_and_poll', steps, user_message: userMessage };
     return {
       session_id: row.id,
@@ -288,15 +330,11 @@ export class SessionsService {
   agentMemory(): Record<string, unknown> {
     const base = this.config.publicBaseUrl;
     return {
-      pattern_summary:
-        'Merchants gated by kya need proof that a verified operator stands behind this agent. Present a stored operator credential in X-Operator-Token (or pay from a wallet the operator claimed). Without one, a 403 carries a verification session: send the user verify_url, poll poll_url with X-Poll-Secret, store the operator_token you receive, and retry.',
-      identity_paths: [
-        { method: 'operator_token', header: 'X-Operator-Token', when: 'you hold a live opc_ credential in your credential store' },
-        { method: 'wallet', header: 'X-Wallet-Address', when: 'you pay from a wallet your operator claimed during verification' },
-      ],
+      pattern_summary: memoryCopy.pattern,
+      identity_paths: memoryCopy.identityPaths,
       bootstrap: {
-        on_denial_with_verify_url: 'deliver verify_url to the user, poll poll_url with X-Poll-Secret every 5 s',
-        on_token_expired: 'the 401 body carries a fresh session: repeat the verification bootstrap',
+        on_denial_with_verify_url: sessionCopy.onDenialWithVerifyUrl(POLL_INTERVAL_SECONDS),
+        on_token_expired: memoryCopy.onTokenExpired,
         self_start_endpoint: `${base}/v1/sessions/public`,
         refresh_endpoint: `${base}/v1/sessions/refresh`,
       },

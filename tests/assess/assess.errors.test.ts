@@ -13,19 +13,32 @@ describe('POST /v1/assess rejects bad input with a 400 naming the field', () => 
   });
   afterAll(() => h.close());
 
-  const assess = (body: unknown) => request(h.app).post('/v1/assess').set('X-API-Key', key).send(body as object);
+  const assess = (body: unknown) =>
+    request(h.app)
+      .post('/v1/assess')
+      .set('X-API-Key', key)
+      .send(body as object);
   const IDENTITY = 'Provide a wallet address (EVM 0x + 40 hex, or Solana base58) in "address", or an operator credential (opc_…) in "operator_token".';
+  // A malformed credential or wallet names the header an agent sent it in as well as the body field.
+  const TOKEN =
+    'The operator credential (X-Operator-Token header, or "operator_token" in an assess request) is malformed: an operator credential starts with opc_.';
+  const ADDRESS =
+    'The wallet address (X-Wallet-Address header, or "address" in an assess request) is malformed: expected EVM (0x + 40 hex) or Solana (base58).';
 
   it('answers 401 signup_required without an API key', async () => {
     const res = await request(h.app).post('/v1/assess').send({ address: evmAddress() });
     expect(res.status).toBe(401);
-    expect(res.body).toEqual({ error: { code: 'signup_required', message: 'A valid API key is required (X-API-Key header).', signup_url: 'https://kya.dev/signup' } });
+    expect(res.body).toEqual({
+      error: { code: 'signup_required', message: 'A valid API key is required (X-API-Key header).', signup_url: 'https://kya.dev/signup' },
+    });
   });
 
   it('answers invalid_identity when neither address nor operator_token is given', async () => {
     const res = await assess({ policy: { require_kyc: true } });
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ error: { code: 'invalid_identity', message: IDENTITY, details: [{ field: 'address', message: 'address or operator_token is required' }] } });
+    expect(res.body).toEqual({
+      error: { code: 'invalid_identity', message: IDENTITY, details: [{ field: 'address', message: 'address or operator_token is required' }] },
+    });
   });
 
   it.each([
@@ -36,12 +49,14 @@ describe('POST /v1/assess rejects bad input with a 400 naming the field', () => 
   ])('answers invalid_identity for an address that is %s', async (_name, address, message) => {
     const res = await assess({ address });
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ error: { code: 'invalid_identity', message: IDENTITY, details: [{ field: 'address', message }] } });
+    expect(res.body).toEqual({ error: { code: 'invalid_identity', message: ADDRESS, details: [{ field: 'address', message }] } });
   });
 
   it('answers invalid_identity for an operator_token that is not an opc_ credential', async () => {
     const res = await assess({ operator_token: 'as_live_nope' });
-    expect(res.body).toEqual({ error: { code: 'invalid_identity', message: IDENTITY, details: [{ field: 'operator_token', message: 'must be an operator credential (opc_…)' }] } });
+    expect(res.body).toEqual({
+      error: { code: 'invalid_identity', message: TOKEN, details: [{ field: 'operator_token', message: 'must be an operator credential (opc_…)' }] },
+    });
   });
 
   it('accepts a mixed-case EVM address with a wrong checksum (the checksum is optional)', async () => {
@@ -68,20 +83,29 @@ describe('POST /v1/assess rejects bad input with a 400 naming the field', () => 
 
   it('rejects a policy that is not an object', async () => {
     const res = await assess({ address: evmAddress(), policy: ['require_kyc'] });
-    expect(res.body).toEqual({ error: { code: 'bad_request', message: 'Invalid request: policy', details: [{ field: 'policy', message: 'must be an object' }] } });
+    expect(res.body).toEqual({
+      error: { code: 'bad_request', message: 'Invalid request: policy', details: [{ field: 'policy', message: 'must be an object' }] },
+    });
   });
 
-  it('ignores unknown policy keys and lists them in warnings', async () => {
-    const res = await assess({ address: evmAddress(), policy: { require_kyc: false, max_age: 99 } });
-    expect(res.status).toBe(200);
-    expect(res.body.warnings).toEqual([{ field: 'policy.max_age', message: 'unknown policy key; ignored' }]);
-    expect(res.body.decision).toBe('allow');
-  });
-
-  it('treats a policy with only unknown keys as no policy', async () => {
-    const res = await assess({ address: evmAddress(), policy: { require_everything: true } });
-    expect(res.body.decision_reasons).toEqual(['no_policy_applied']);
-    expect(res.body).not.toHaveProperty('policy_result');
+  it.each([
+    [{ requireKyc: true }, 'policy.requireKyc', 'policy.requireKyc is not allowed; did you mean require_kyc?'],
+    [{ require_kyc: false, max_age: 99 }, 'policy.max_age', 'policy.max_age is not allowed; did you mean min_age?'],
+    [
+      { 'require-sanctions-clear': true },
+      'policy.require-sanctions-clear',
+      'policy.require-sanctions-clear is not allowed; did you mean require_sanctions_clear?',
+    ],
+    [{ blocked_jurisdiction: ['IR'] }, 'policy.blocked_jurisdiction', 'policy.blocked_jurisdiction is not allowed; did you mean blocked_jurisdictions?'],
+    [
+      { require_everything: true },
+      'policy.require_everything',
+      'policy.require_everything is not allowed; policy keys are require_kyc, require_sanctions_clear, min_age, blocked_jurisdictions, allowed_jurisdictions',
+    ],
+  ])('rejects the unknown policy key in %j naming it, never ignoring a misspelt rule', async (policy, field, message) => {
+    const res = await assess({ address: evmAddress(), policy });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: { code: 'bad_request', message: `Invalid request: ${field}`, details: [{ field, message }] } });
   });
 
   it.each([
@@ -102,7 +126,13 @@ describe('POST /v1/assess rejects bad input with a 400 naming the field', () => 
   it('answers invalid_address for a signer address that does not match its network', async () => {
     const res = await assess({ address: evmAddress(), signer: { address: evmAddress(), network: 'solana' } });
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ error: { code: 'invalid_address', message: 'Invalid wallet address.', details: [{ field: 'signer.address', message: 'is not a valid Solana (base58, 32 bytes) address' }] } });
+    expect(res.body).toEqual({
+      error: {
+        code: 'invalid_address',
+        message: 'Invalid wallet address.',
+        details: [{ field: 'signer.address', message: 'is not a valid Solana (base58, 32 bytes) address' }],
+      },
+    });
   });
 
   it('names every bad field at once', async () => {
@@ -117,12 +147,16 @@ describe('POST /v1/assess rejects bad input with a 400 naming the field', () => 
   it('rejects a body that is not a JSON object', async () => {
     const res = await request(h.app).post('/v1/assess').set('X-API-Key', key).set('Content-Type', 'application/json').send('[1,2]');
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ error: { code: 'bad_request', message: 'Invalid request: body', details: [{ field: 'body', message: 'must be a JSON object' }] } });
+    expect(res.body).toEqual({
+      error: { code: 'bad_request', message: 'Invalid request: body', details: [{ field: 'body', message: 'must be a JSON object' }] },
+    });
   });
 
   it('answers 413 for a 2 MB body', async () => {
     const res = await assess({ address: evmAddress(), padding: 'x'.repeat(2 * 1024 * 1024) });
     expect(res.status).toBe(413);
-    expect(res.body).toEqual({ error: { code: 'payload_too_large', message: 'Request body is too large.', details: [{ field: 'body', message: 'exceeds the size limit' }] } });
+    expect(res.body).toEqual({
+      error: { code: 'payload_too_large', message: 'Request body is too large.', details: [{ field: 'body', message: 'exceeds the size limit' }] },
+    });
   });
 });

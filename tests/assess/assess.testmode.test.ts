@@ -15,10 +15,17 @@ describe('POST /v1/assess test mode', () => {
   });
   afterAll(() => h.close());
 
-  const assess = (body: Record<string, unknown>) => request(h.app).post('/v1/assess').set('X-API-Key', key).send({ test: true, ...body });
+  const assess = (body: Record<string, unknown>) =>
+    request(h.app)
+      .post('/v1/assess')
+      .set('X-API-Key', key)
+      .send({ test: true, ...body });
 
   it('allows the verified US 21+ fixture against a full policy', async () => {
-    const res = await assess({ address: addr(1), policy: { require_kyc: true, require_sanctions_clear: true, min_age: 21, blocked_jurisdictions: ['IR'], allowed_jurisdictions: ['US'] } });
+    const res = await assess({
+      address: addr(1),
+      policy: { require_kyc: true, require_sanctions_clear: true, min_age: 21, blocked_jurisdictions: ['IR'], allowed_jurisdictions: ['US'] },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
       decision: 'allow',
@@ -44,7 +51,7 @@ describe('POST /v1/assess test mode', () => {
     [7, { allowed_jurisdictions: ['BR'] }, 'allow', [], false],
     [7, { allowed_jurisdictions: ['US'] }, 'deny', ['jurisdiction_restricted'], false],
   ])('fixture %i with policy %j → %s %j', async (n, policy, decision, reasons, hasVerifyUrl) => {
-    const res = await assess({ address: addr(n as number), policy });
+    const res = await assess({ address: addr(n), policy });
     expect(res.status).toBe(200);
     expect(res.body.decision).toBe(decision);
     expect(res.body.decision_reasons).toEqual(reasons);
@@ -88,14 +95,22 @@ describe('POST /v1/assess test mode', () => {
   it('answers invalid_address for a malformed reserved address', async () => {
     const res = await assess({ address: '0x000000000000000000000000000000000000001' });
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ error: { code: 'invalid_address', message: 'Invalid wallet address.', details: [{ field: 'address', message: 'is not a valid EVM or Solana address' }] } });
+    expect(res.body).toEqual({
+      error: { code: 'invalid_address', message: 'Invalid wallet address.', details: [{ field: 'address', message: 'is not a valid EVM or Solana address' }] },
+    });
   });
 
   it('computes signer_match against the fixture', async () => {
     const same = await assess({ address: addr(1), signer: { address: addr(1), network: 'evm' } });
     expect(same.body.signer_match.kind).toBe('pass');
     const other = await assess({ address: addr(1), signer: { address: addr(4), network: 'evm' } });
-    expect(other.body.signer_match).toMatchObject({ kind: 'wallet_signer_mismatch', claimed_operator: addr(1), signer_operator: addr(4), expected_signer: addr(1), actual_signer: addr(4) });
+    expect(other.body.signer_match).toMatchObject({
+      kind: 'wallet_signer_mismatch',
+      claimed_operator: addr(1),
+      signer_operator: addr(4),
+      expected_signer: addr(1),
+      actual_signer: addr(4),
+    });
   });
 });
 
@@ -107,7 +122,10 @@ describe('test mode with the database stopped', () => {
       await request(h.app).post('/v1/assess').set('X-API-Key', apiKey).send({ address: evmAddress() }).expect(200);
       await h.deps.services.auditLog.flush();
       await h.deps.db.destroy();
-      const test = await request(h.app).post('/v1/assess').set('X-API-Key', apiKey).send({ test: true, address: addr(5), policy: { min_age: 21 } });
+      const test = await request(h.app)
+        .post('/v1/assess')
+        .set('X-API-Key', apiKey)
+        .send({ test: true, address: addr(5), policy: { min_age: 21 } });
       expect(test.status).toBe(200);
       expect(test.body).toMatchObject({ decision: 'deny', decision_reasons: ['age_insufficient'], test: true });
       const real = await request(h.app).post('/v1/assess').set('X-API-Key', apiKey).send({ address: evmAddress() });

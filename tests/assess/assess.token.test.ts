@@ -15,20 +15,24 @@ describe('POST /v1/assess with an operator_token', () => {
     h = await createHarness({ overrides: { clock } });
     await resetTables(h.deps, ASSESS_TABLES);
     ({ apiKey: key, accountId: merchantId } = await createMerchant(h.deps, { tier: 'enterprise' }));
-    await h.deps.repos.walletLists.save(
-      WalletList.build([{ address: '0x' + 'ab'.repeat(20), label: 'ETH', sdnUid: '1', listedAt: null }], {
+    await h.deps.repos.walletLists.save({
+      list: WalletList.build([{ address: '0x' + 'ab'.repeat(20), label: 'ETH', sdnUid: '1', listedAt: null }], {
         source: 'test',
         format: 'plain',
         sha256: 'token-test',
         publishedAt: null,
         loadedAt: new Date(),
       }),
-    );
+    });
     await h.deps.services.walletSanctions.reloadPersisted();
   });
   afterAll(() => h.close());
 
-  const assess = (body: unknown) => request(h.app).post('/v1/assess').set('X-API-Key', key).send(body as object);
+  const assess = (body: unknown) =>
+    request(h.app)
+      .post('/v1/assess')
+      .set('X-API-Key', key)
+      .send(body as object);
 
   it('resolves a live credential to its account KYC state and a pairwise operator_handle', async () => {
     const op = await createOperator(h.deps, { jurisdiction: 'FR' });
@@ -74,7 +78,7 @@ describe('POST /v1/assess with an operator_token', () => {
     const op = await createOperator(h.deps);
     const { token, id } = await mintCredential(h.deps, op);
     await assess({ operator_token: token }).expect(200);
-    await h.deps.services.assess.flushTouches();
+    await h.deps.services.credentials.flushTouches();
     const row = await h.deps.db('credentials').where({ id }).first();
     expect(row.last_used_at).not.toBeNull();
   });

@@ -26,7 +26,11 @@ describe('POST /v1/assess in wallet mode', () => {
   });
   afterAll(() => h.close());
 
-  const assess = (body: unknown) => request(h.app).post('/v1/assess').set('X-API-Key', key).send(body as object);
+  const assess = (body: unknown) =>
+    request(h.app)
+      .post('/v1/assess')
+      .set('X-API-Key', key)
+      .send(body as object);
 
   it('allows with no_policy_applied and describes an unknown wallet as its own operator', async () => {
     const address = evmAddress();
@@ -199,7 +203,7 @@ describe('POST /v1/assess in wallet mode', () => {
       const foreign = evmAddress();
       await claimWallet(h.deps, other, foreign);
       const res = await assess({ address: sibling, signer: { address: foreign, network: 'evm' } });
-      // A mismatch alone does not change the decision (DESIGN §3.5): the gate enforces it.
+      // A mismatch alone does not change the decision: the gate enforces it.
       expect(res.body.decision).toBe('allow');
       expect(res.body.signer_match).toEqual({
         kind: 'wallet_signer_mismatch',
@@ -243,7 +247,11 @@ describe('POST /v1/assess in wallet mode', () => {
     });
 
     it('appends sanctions_flagged after policy reasons without duplicates', async () => {
-      const res = await assess({ address: evmAddress(), policy: { require_kyc: true, require_sanctions_clear: true }, signer: { address: SANCTIONED_ETH, network: 'evm' } });
+      const res = await assess({
+        address: evmAddress(),
+        policy: { require_kyc: true, require_sanctions_clear: true },
+        signer: { address: SANCTIONED_ETH, network: 'evm' },
+      });
       expect(res.body.decision_reasons).toEqual(['kyc_required', 'sanctions_flagged']);
     });
   });

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { parsePolicy, POLICY_RULES } from '../../shared/policy';
+import { parseAssessRequest, parsePolicyOnce } from '../../server/routes/assess';
 import { COUNTRY_CODES, isCountryCode } from '../../shared/countries';
 import { evaluatePolicy, NO_OPERATOR, uniqueReasons, withExtraReasons, type OperatorState } from '../../server/services/policy';
 import type { DecisionReason, KycActual, Policy } from '../../shared/types';
@@ -115,7 +116,11 @@ describe('policy engine', () => {
   });
 
   it('deduplicates reasons in rule order and keeps one check and one explanation per rule', () => {
-    const r = evaluatePolicy({ require_kyc: true, require_sanctions_clear: true, min_age: 21, blocked_jurisdictions: ['IR'], allowed_jurisdictions: ['US'] }, NO_OPERATOR, ctx);
+    const r = evaluatePolicy(
+      { require_kyc: true, require_sanctions_clear: true, min_age: 21, blocked_jurisdictions: ['IR'], allowed_jurisdictions: ['US'] },
+      NO_OPERATOR,
+      ctx,
+    );
     expect(r.reasons).toEqual(['kyc_required']);
     expect(r.policyResult!.checks.map((c) => c.rule)).toEqual(POLICY_RULES);
     expect(r.explanation).toHaveLength(5);
@@ -171,12 +176,37 @@ describe('policy engine', () => {
 });
 
 describe('policy parsing', () => {
-  it('returns the typed policy, its rules, and warnings for unknown keys', () => {
-    expect(parsePolicy({ require_kyc: true, min_age: 21, allowed_jurisdictions: ['US', 'US'], foo: 1 })).toEqual({
+  it('parses each distinct policy once and answers repeats with the same, unchanged result', () => {
+    const raw = { require_kyc: true, min_age: 21, blocked_jurisdictions: ['IR'] };
+    const first = parsePolicyOnce(raw);
+    expect(parsePolicyOnce({ ...raw })).toBe(first);
+    expect(first).toEqual(parsePolicy(raw));
+    const body = { address: '0x' + 'ab'.repeat(20), policy: raw };
+    expect(parseAssessRequest(body)).toEqual(parseAssessRequest(body));
+    expect(parsePolicyOnce(raw)).toEqual(parsePolicy(raw));
+    const bad = { require_kyc: 'yes', foo: 1 };
+    expect(parsePolicyOnce(bad)).toEqual(parsePolicy(bad));
+    expect(parsePolicyOnce({ ...bad })).toEqual(parsePolicy(bad));
+  });
+
+  it('returns the typed policy and its rules; an unknown key is a problem with the close spelling suggested', () => {
+    expect(parsePolicy({ require_kyc: true, min_age: 21, allowed_jurisdictions: ['US', 'US'] })).toEqual({
       policy: { require_kyc: true, min_age: 21, allowed_jurisdictions: ['US'] },
       rules: ['require_kyc', 'min_age', 'allowed_jurisdictions'],
-      warnings: [{ field: 'policy.foo', message: 'unknown policy key; ignored' }],
+      warnings: [],
       problems: [],
+    });
+    expect(parsePolicy({ require_kyc: true, requireSanctionsClear: true, foo: 1 })).toEqual({
+      policy: null,
+      rules: [],
+      warnings: [],
+      problems: [
+        { field: 'policy.requireSanctionsClear', message: 'policy.requireSanctionsClear is not allowed; did you mean require_sanctions_clear?' },
+        {
+          field: 'policy.foo',
+          message: 'policy.foo is not allowed; policy keys are require_kyc, require_sanctions_clear, min_age, blocked_jurisdictions, allowed_jurisdictions',
+        },
+      ],
     });
     expect(parsePolicy(undefined)).toEqual({ policy: null, rules: [], warnings: [], problems: [] });
   });

@@ -1,7 +1,8 @@
 // Seeds operator state for assess tests through the repositories (the verify flow and wallet capture create
-// the same rows for real).
+// the same rows for real), announcing each change the way those services do.
 import type { Deps } from '../../server/deps';
-import type { KycStatus, VerificationLevel } from '../../server/repositories/accounts';
+import type { KycStatus } from '../../server/repositories/accounts';
+import type { VerificationLevel } from '../../shared/types';
 
 export interface OperatorSeed {
   kyc?: KycStatus;
@@ -39,6 +40,7 @@ export async function createOperator(deps: Deps, seed: OperatorSeed = {}): Promi
 
 export async function claimWallet(deps: Deps, accountId: string, address: string, network: 'evm' | 'solana' = 'evm', claimedAt = new Date()): Promise<void> {
   await deps.db('operator_wallets').insert({ account_id: accountId, network, address, claimed_at: claimedAt });
+  await deps.services.identity.changed({ operatorId: accountId, wallets: [{ network, address }] });
 }
 
 export async function mintCredential(deps: Deps, accountId: string, ttlSeconds = 86_400): Promise<{ token: string; id: string }> {
@@ -47,13 +49,17 @@ export async function mintCredential(deps: Deps, accountId: string, ttlSeconds =
 }
 
 /** A wallet reported by a merchant after a payment under `credentialId` (an active capture while it is unrevoked). */
-export async function captureWallet(deps: Deps, input: { accountId: string; credentialId: string; address: string; network?: 'evm' | 'solana' }): Promise<void> {
+export async function captureWallet(
+  deps: Deps,
+  input: { accountId: string; credentialId: string; address: string; network?: 'evm' | 'solana' },
+): Promise<void> {
   await deps.db('wallet_captures').insert({
     credential_id: input.credentialId,
     account_id: input.accountId,
     network: input.network ?? 'evm',
     wallet_address: input.address,
   });
+  await deps.services.identity.changed({ operatorId: input.accountId, wallets: [{ network: input.network ?? 'evm', address: input.address }] });
 }
 
 export const ASSESS_TABLES = ['accounts', 'operator_wallets', 'credentials', 'wallet_captures', 'known_addresses', 'assess_audit', 'sessions'];

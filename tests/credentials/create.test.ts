@@ -75,7 +75,10 @@ describe('POST /v1/credentials', () => {
   it('rejects a label over 100 characters and a non-string label, naming the field', async () => {
     const m = await createMerchant(h.deps);
     await verifyAccount(h.deps, m.accountId);
-    const long = await request(h.app).post('/v1/credentials').set('X-API-Key', m.apiKey).send({ label: 'x'.repeat(101) });
+    const long = await request(h.app)
+      .post('/v1/credentials')
+      .set('X-API-Key', m.apiKey)
+      .send({ label: 'x'.repeat(101) });
     expect(long.status).toBe(400);
     expect(long.body).toEqual({
       error: {
@@ -87,7 +90,10 @@ describe('POST /v1/credentials', () => {
     const typed = await request(h.app).post('/v1/credentials').set('X-API-Key', m.apiKey).send({ label: 5, ttl_days: 0 });
     expect(typed.status).toBe(400);
     expect(typed.body.error.details.map((d: { field: string }) => d.field)).toEqual(['label', 'ttl_days']);
-    const exact = await request(h.app).post('/v1/credentials').set('X-API-Key', m.apiKey).send({ label: 'y'.repeat(100) });
+    const exact = await request(h.app)
+      .post('/v1/credentials')
+      .set('X-API-Key', m.apiKey)
+      .send({ label: 'y'.repeat(100) });
     expect(exact.status).toBe(200);
   });
 

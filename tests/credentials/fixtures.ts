@@ -46,7 +46,7 @@ async function insertRefreshToken(deps: Deps, input: { accountId: string; family
       prefix: displayPrefix(secret),
       expires_at: new Date(deps.clock.now().getTime() + 90 * DAY_MS),
     })
-    .returning('id');
+    .returning<Array<{ id: string }>>('id');
   return row.id;
 }
 

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { operatorHandle } from '../../server/crypto';
 import { TEST_SERVER_SECRET } from '../support/env';
 
-// DESIGN.md §3.11: oph_ + base58(HMAC-SHA256(server secret, operator id ‖ merchant id)) truncated to 22.
+// oph_ + base58(HMAC-SHA256(server secret, operator id ‖ merchant id)) truncated to 22.
 const HANDLE = /^oph_[1-9A-HJ-NP-Za-km-z]{22}$/;
 
 describe('operator_handle', () => {

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import request from 'supertest';
 import { displayPrefix, newSecret, sha256Hex } from '../../server/crypto';
 import { createMerchant, useClockedHarness } from '../support/harness';
+import { eventually } from '../support/eventually';
 import { DAY_MS, seedRefreshChain, verifyAccount } from './fixtures';
 
 describe('DELETE /v1/credentials/{id}', () => {
@@ -13,7 +14,10 @@ describe('DELETE /v1/credentials/{id}', () => {
     return m;
   }
   const mint = async (apiKey: string) => (await request(h.app).post('/v1/credentials').set('X-API-Key', apiKey).send({ ttl_days: 7 })).body;
-  const del = (apiKey: string, id: string) => request(h.app).delete(`/v1/credentials/${encodeURIComponent(id)}`).set('X-API-Key', apiKey);
+  const del = (apiKey: string, id: string) =>
+    request(h.app)
+      .delete(`/v1/credentials/${encodeURIComponent(id)}`)
+      .set('X-API-Key', apiKey);
   const state = async (token: string) => (await h.deps.services.credentials.resolve(token)).status;
 
   it('revokes by id: the credential stops resolving and leaves the list', async () => {
@@ -144,7 +148,10 @@ describe('DELETE /v1/credentials/{id}', () => {
     expect(res.body).toEqual({ id: chain[0].credentialId, revoked: true });
 
     for (const link of chain) expect(await state(link.token)).toBe('expired');
-    const tokens = await h.deps.db('refresh_tokens').whereIn('id', chain.map((l) => l.refreshTokenId));
+    const tokens = await h.deps.db('refresh_tokens').whereIn(
+      'id',
+      chain.map((l) => l.refreshTokenId),
+    );
     expect(tokens).toHaveLength(4);
     expect(tokens.every((t) => t.revoked_at !== null)).toBe(true);
     const listed = (await request(h.app).get('/v1/credentials').set('X-API-Key', m.apiKey)).body.credentials;
@@ -157,7 +164,13 @@ describe('DELETE /v1/credentials/{id}', () => {
     const chain = await seedRefreshChain(h.deps, m.accountId, 3);
     await del(m.apiKey, chain[2].token).expect(200);
     expect(await Promise.all(chain.map((l) => state(l.token)))).toEqual(['live', 'live', 'expired', 'expired']);
-    const tokens = await h.deps.db('refresh_tokens').whereIn('id', chain.map((l) => l.refreshTokenId)).orderBy('created_at');
+    const tokens = await h.deps
+      .db('refresh_tokens')
+      .whereIn(
+        'id',
+        chain.map((l) => l.refreshTokenId),
+      )
+      .orderBy('created_at');
     const revoked = Object.fromEntries(tokens.map((t) => [t.id, t.revoked_at !== null]));
     expect(chain.map((l) => revoked[l.refreshTokenId])).toEqual([false, false, true, true]);
   });
@@ -176,7 +189,14 @@ describe('DELETE /v1/credentials/{id}', () => {
       await trx('refresh_tokens').where({ id: last.refreshTokenId }).whereNull('rotated_at').update({ rotated_at: clock.now() });
       const secret = newSecret('ort_', 32);
       const [next] = await trx('refresh_tokens')
-        .insert({ account_id: m.accountId, family_id: familyId, parent_id: last.refreshTokenId, token_hash: sha256Hex(secret), prefix: displayPrefix(secret), expires_at: new Date(clock.now().getTime() + 90 * DAY_MS) })
+        .insert({
+          account_id: m.accountId,
+          family_id: familyId,
+          parent_id: last.refreshTokenId,
+          token_hash: sha256Hex(secret),
+          prefix: displayPrefix(secret),
+          expires_at: new Date(clock.now().getTime() + 90 * DAY_MS),
+        })
         .returning('id');
       const minted = await h.deps.services.credentials.mint(
         { accountId: m.accountId, ttlSeconds: 86_400, source: 'refresh', refreshTokenId: next.id, mintedByRefreshTokenId: last.refreshTokenId },
@@ -189,7 +209,13 @@ describe('DELETE /v1/credentials/{id}', () => {
     }
 
     const pending = del(m.apiKey, chain[0].credentialId).then((r) => r);
-    await new Promise((resolve) => setTimeout(resolve, 200)); // the DELETE is now blocked on the lock
+    // Commit only once the DELETE is blocked on the rotation's row lock.
+    await eventually(async () => {
+      const { rows } = await h.deps.db.raw<{ rows: Array<{ n: string }> }>(
+        "select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
+      );
+      return Number(rows[0].n) > 0;
+    });
     await trx.commit();
     const res = await pending;
     expect(res.body).toEqual({ id: chain[0].credentialId, revoked: true });
@@ -201,7 +227,12 @@ describe('DELETE /v1/credentials/{id}', () => {
     const m = await verifiedMerchant();
     const chain = await seedRefreshChain(h.deps, m.accountId, 0);
     await del(m.apiKey, chain[0].credentialId).expect(200);
-    const n = await h.deps.db('refresh_tokens').where({ id: chain[0].refreshTokenId }).whereNull('rotated_at').whereNull('revoked_at').update({ rotated_at: clock.now() });
+    const n = await h.deps
+      .db('refresh_tokens')
+      .where({ id: chain[0].refreshTokenId })
+      .whereNull('rotated_at')
+      .whereNull('revoked_at')
+      .update({ rotated_at: clock.now() });
     expect(n).toBe(0);
   });
 });

@@ -9,15 +9,8 @@ import type { Express } from 'express';
 import { createHarness, resetTables, type Harness } from '../support/harness';
 import { meteredApp } from '../support/meteredApp';
 import { admin, baseEnv } from '../support/processes';
+import { eventually } from '../support/eventually';
 import { TEST_DATABASE_URL, TEST_PII_KEY, TEST_REDIS_URL, TEST_SERVER_SECRET } from '../support/env';
-
-async function eventually(check: () => Promise<boolean>, timeoutMs = 2000) {
-  const started = Date.now();
-  while (!(await check())) {
-    if (Date.now() - started > timeoutMs) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 // Each step spawns a real process (tsx start-up ≈ 2 s on a shared 2-core machine).
 jest.setTimeout(180_000);
@@ -57,7 +50,9 @@ describe('admin CLI (external mode)', () => {
     const key: string = created.json.api_key;
     expect(key).toMatch(/^as_live_[0-9A-Za-z]{43}$/);
     expect(created.json.account).toMatchObject({ id, name: 'Acme Wines', tier: 'paid', status: 'active', quota: 500, rps: 5, disabled_endpoints: [] });
-    expect(created.json.account.keys).toEqual([{ id: expect.any(String), prefix: key.slice(0, 12), created_at: expect.any(String), revoked_at: null }]);
+    expect(created.json.account.keys).toEqual([
+      { id: expect.any(String), prefix: key.slice(0, 12), created_at: expect.any(String), revoked_at: null, last_used_at: null },
+    ]);
     const first = await limited(key);
     expect(first.status).toBe(200);
     expect(first.headers['x-ratelimit-limit']).toBe('5');
@@ -74,14 +69,14 @@ describe('admin CLI (external mode)', () => {
     const set = await admin(['account', 'set', id, '--display-name', 'Acme Wine Shop', '--tier', 'free', '--quota', 'none', '--rps', '3'], env);
     expect(set.code).toBe(0);
     expect(set.json).toMatchObject({ display_name: 'Acme Wine Shop', tier: 'free', quota: 20, rps: 3, quota_override: null, rps_override: 3 });
-    await eventually(async () => (await limited(key)).headers['x-ratelimit-limit'] === '3');
+    await eventually(async () => (await limited(key)).headers['x-ratelimit-limit'] === '3', 2000);
 
     // endpoint: disable → 402 on the running instance; enable → back
     const disabled = await admin(['account', 'endpoint', id, '--disable', 'reputation'], env);
     expect(disabled.json.disabled_endpoints).toEqual(['reputation']);
-    await eventually(async () => (await limited(key)).status === 402);
+    await eventually(async () => (await limited(key)).status === 402, 2000);
     await admin(['account', 'endpoint', id, '--enable', 'reputation'], env);
-    await eventually(async () => (await limited(key)).status === 200);
+    await eventually(async () => (await limited(key)).status === 200, 2000);
 
     // rotate-key: the key cached in the running instance stops working at once
     const rotated = await admin(['account', 'rotate-key', id], env);
@@ -98,7 +93,7 @@ describe('admin CLI (external mode)', () => {
     // cancel: 403 on the running instance
     const cancelled = await admin(['account', 'cancel', id], env);
     expect(cancelled.json.status).toBe('cancelled');
-    await eventually(async () => (await limited(rotated.json.api_key)).status === 403);
+    await eventually(async () => (await limited(rotated.json.api_key)).status === 403, 2000);
   });
 
   it('gives Enterprise accounts additional keys with add-key', async () => {

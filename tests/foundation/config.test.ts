@@ -26,7 +26,9 @@ describe('configuration', () => {
       signupUrl: 'https://kya.dev/signup',
       trustProxy: false,
       bodyLimit: '100kb',
-      dependencyTimeoutMs: 1500,
+      dependencyTimeoutMs: 1000,
+      groupCommitMs: 0,
+      meteredSynchronousCommit: false,
       dbPoolMax: 10,
       shutdownTimeoutMs: 10000,
       tiers: { free: { quota: 20, rps: 2 }, paid: { quota: 10000, rps: 20 }, enterprise: { quota: null, rps: null } },
@@ -73,20 +75,50 @@ describe('configuration', () => {
     expect((error as Error).message).toBe(`Invalid configuration: ${message}`);
   });
 
-  it('requires explicit secrets in production with an external database', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/kya', DATA_DIR: dataDir })).toThrow(
-      'Invalid configuration: SERVER_SECRET is required in production',
-    );
-    expect(() =>
-      loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/kya', DATA_DIR: dataDir, SERVER_SECRET: 'x'.repeat(32) }),
-    ).toThrow('Invalid configuration: PII_ENCRYPTION_KEY is required in production');
+  it.each([
+    ['external', { DATABASE_URL: 'postgres://db/kya' }],
+    ['embedded', {}],
+  ])('requires explicit secrets in production (%s database), naming the missing ones and generating nothing', (_mode, db) => {
+    const fresh = fs.mkdtempSync(path.join(os.tmpdir(), 'kya-prod-'));
+    try {
+      const cases: Array<[Record<string, string>, string, string]> = [
+        [{}, 'SERVER_SECRET and PII_ENCRYPTION_KEY', 'are required'],
+        [{ PII_ENCRYPTION_KEY: 'ab'.repeat(32) }, 'SERVER_SECRET', 'is required'],
+        [{ SERVER_SECRET: 'x'.repeat(32) }, 'PII_ENCRYPTION_KEY', 'is required'],
+      ];
+      for (const [secrets, variable, verb] of cases) {
+        let error: unknown;
+        try {
+          loadConfig({ NODE_ENV: 'production', DATA_DIR: fresh, ...db, ...secrets });
+        } catch (err) {
+          error = err;
+        }
+        expect(error).toBeInstanceOf(ConfigError);
+        expect((error as ConfigError).variable).toBe(variable);
+        expect((error as Error).message).toBe(`Invalid configuration: ${variable} ${verb} in production (never generated there)`);
+      }
+      expect(fs.readdirSync(fresh)).toEqual([]);
+      const config = loadConfig({
+        NODE_ENV: 'production',
+        DATA_DIR: fresh,
+        ...db,
+        SERVER_SECRET: 'x'.repeat(32),
+        PII_ENCRYPTION_KEY: 'ab'.repeat(32),
+        DEMO_ACCOUNT: '1',
+      });
+      expect(config.demoAccount).toBe(false);
+    } finally {
+      fs.rmSync(fresh, { recursive: true, force: true });
+    }
   });
 
   it('refuses WEB_CONCURRENCY above 1 without shared PostgreSQL and Redis, naming the variable', () => {
     const message = 'Invalid configuration: WEB_CONCURRENCY above 1 needs DATABASE_URL and REDIS_URL (shared state for all workers)';
     expect(() => loadConfig({ DATA_DIR: dataDir, WEB_CONCURRENCY: '2' })).toThrow(message);
     expect(() => loadConfig({ DATA_DIR: dataDir, WEB_CONCURRENCY: '2', DATABASE_URL: 'postgres://localhost/kya' })).toThrow(message);
-    expect(loadConfig({ DATA_DIR: dataDir, WEB_CONCURRENCY: '2', DATABASE_URL: 'postgres://localhost/kya', REDIS_URL: 'redis://localhost:6379' }).webConcurrency).toBe(2);
+    expect(
+      loadConfig({ DATA_DIR: dataDir, WEB_CONCURRENCY: '2', DATABASE_URL: 'postgres://localhost/kya', REDIS_URL: 'redis://localhost:6379' }).webConcurrency,
+    ).toBe(2);
     expect(() => loadConfig({ DATA_DIR: dataDir, WEB_CONCURRENCY: '0' })).toThrow(ConfigError);
   });
 

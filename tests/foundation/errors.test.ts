@@ -1,4 +1,4 @@
-// The error contract (spec "Errors"): one body shape, malformed JSON → 400 naming `body`, oversized body →
+// The error contract: one body shape, malformed JSON → 400 naming `body`, oversized body →
 // 413, unknown route → 404, unexpected error → generic 500 without internals; request ids; 400 details.
 import request from 'supertest';
 import type { Express } from 'express';
@@ -35,7 +35,11 @@ describe('error contract', () => {
   });
 
   it('answers unknown routes with 404 not_found, including other API versions', async () => {
-    for (const [method, path] of [['get', '/v1/nothing-here'], ['post', '/v2/assess'], ['delete', '/']] as const) {
+    for (const [method, path] of [
+      ['get', '/v1/nothing-here'],
+      ['post', '/v2/assess'],
+      ['delete', '/'],
+    ] as const) {
       const res = await request(h.app)[method](path);
       expect(res.status).toBe(404);
       expect(res.body).toEqual({ error: { code: 'not_found', message: `No route for ${method.toUpperCase()} ${path}` } });

@@ -30,7 +30,11 @@ async function recreateDatabase() {
 
 /** The JSON line `npm run migrate` prints (after npm's own banner lines). */
 function migrateOutput(stdout: string) {
-  const line = stdout.trim().split('\n').filter((l) => l.startsWith('{')).pop();
+  const line = stdout
+    .trim()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .pop();
   return JSON.parse(line ?? 'null');
 }
 
@@ -71,7 +75,10 @@ describe('external mode (DATABASE_URL + REDIS_URL)', () => {
   });
 
   it('npm run migrate applies every migration once', async () => {
-    const files = fs.readdirSync(MIGRATIONS_DIR).filter((f) => /^\d{4}_[a-z0-9_]+\.ts$/.test(f)).sort();
+    const files = fs
+      .readdirSync(MIGRATIONS_DIR)
+      .filter((f) => /^\d{4}_[a-z0-9_]+\.ts$/.test(f))
+      .sort();
     const first = await run('npm', ['run', 'migrate'], env);
     expect(first.code).toBe(0);
     expect(migrateOutput(first.stdout)).toEqual({ applied: files, database: 'external' });
@@ -96,25 +103,41 @@ describe('external mode (DATABASE_URL + REDIS_URL)', () => {
       await server.waitFor(/kya identity server listening/);
       expect(server.output()).not.toMatch(/as_live_/);
       expect((await request(base).get('/healthz')).body).toEqual({ status: 'ok' });
-      expect((await request(base).get('/readyz')).body).toEqual({ status: 'ready', checks: { database: 'ok', redis: 'ok' }, failed: [] });
+      expect((await request(base).get('/readyz')).body).toEqual({
+        status: 'ready',
+        checks: { database: 'ok', redis: 'ok' },
+        failed: [],
+        sanctions: expect.any(Object),
+      });
 
       // An in-flight request: headers sent, body still arriving when SIGTERM comes.
       const body = JSON.stringify({ padding: 'x'.repeat(1000) });
       let whileDraining = '';
       const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = http.request(`${base}/v1/not-a-route`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
-          let text = '';
-          res.on('data', (d) => (text += d));
-          res.on('end', () => resolve({ status: res.statusCode!, body: text }));
-        });
+        const req = http.request(
+          `${base}/v1/not-a-route`,
+          { method: 'POST', headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } },
+          (res) => {
+            let text = '';
+            res.on('data', (d) => (text += d));
+            res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+          },
+        );
         req.on('error', reject);
         req.write(body.slice(0, 500));
         setTimeout(() => {
           server.kill('SIGTERM');
-          setTimeout(async () => {
+          setTimeout(() => {
             // Not accepting any more: a new connection is refused while the old request is still open.
-            whileDraining = await fetch(`${base}/healthz`).then(() => 'accepted', () => 'refused');
-            req.end(body.slice(500));
+            void fetch(`${base}/healthz`)
+              .then(
+                () => 'accepted',
+                () => 'refused',
+              )
+              .then((outcome) => {
+                whileDraining = outcome;
+                req.end(body.slice(500));
+              });
           }, 400);
         }, 200);
       });

@@ -12,7 +12,7 @@ describe('test harness on real PostgreSQL and Redis', () => {
   it('reports ready when the database and Redis answer', async () => {
     const res = await request(h.app).get('/readyz');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: 'ready', checks: { database: 'ok', redis: 'ok' }, failed: [] });
+    expect(res.body).toEqual({ status: 'ready', checks: { database: 'ok', redis: 'ok' }, failed: [], sanctions: expect.any(Object) });
   });
 
   it('answers unknown routes with 404 not_found in the error format', async () => {

@@ -26,7 +26,10 @@ describe('access logs', () => {
 
   it('logs a 4xx with its request id, account, method, path and status, and no API key', async () => {
     const { apiKey, accountId } = await createMerchant(h.deps);
-    const res = await request(h.app).delete('/v1/credentials/opc_ThisIsASecretCredentialValue0123456789').set('X-API-Key', apiKey).set('X-Request-Id', 'req-0123456789');
+    const res = await request(h.app)
+      .delete('/v1/credentials/opc_ThisIsASecretCredentialValue0123456789')
+      .set('X-API-Key', apiKey)
+      .set('X-Request-Id', 'req-0123456789');
     expect(res.status).toBe(404);
     expect(res.headers['x-request-id']).toBe('req-0123456789');
     const line = lines.find((l) => l.msg === 'request completed');
@@ -39,6 +42,18 @@ describe('access logs', () => {
     const all = JSON.stringify(lines);
     expect(all).not.toContain('ThisIsASecretCredentialValue');
     expect(all).not.toContain(apiKey);
+  });
+
+  it('redacts session ids (the verify link) from access-log URLs, with query strings dropped', async () => {
+    const { apiKey } = await createMerchant(h.deps);
+    const { body: s } = await request(h.app).post('/v1/sessions').set('X-API-Key', apiKey).send({});
+    const id = s.session_id as string;
+    expect((await request(h.app).get(`/v1/sessions/${id}`).set('X-Poll-Secret', 'wrong')).status).toBe(404);
+    expect((await request(h.app).post(`/verify/${id}/identity`).type('form').send({ full_name: 'x' })).status).toBe(403);
+    expect((await request(h.app).get(`/verify/${id}/nothing?key=abc`)).status).toBe(404);
+    const urls = lines.filter((l) => l.msg === 'request completed').map((l) => (l.req as { url: string }).url);
+    expect(urls).toEqual(['/v1/sessions/vs_[redacted]', '/verify/vs_[redacted]/identity', '/verify/vs_[redacted]/nothing']);
+    expect(JSON.stringify(lines)).not.toContain(id.slice(3));
   });
 
   it('writes nothing for a 2xx below the configured level', async () => {

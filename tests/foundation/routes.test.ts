@@ -28,7 +28,10 @@ describe('foundation behaviour on the real metered routes', () => {
     expect(first.headers['x-ratelimit-limit']).toBe('50');
     expect([first.headers['x-quota-limit'], first.headers['x-quota-used'], first.headers['x-quota-reset']]).toEqual(['2', '1', reset()]);
 
-    const invalid = await request(h.app).post('/v1/sessions').set('Authorization', `Bearer ${apiKey}`).send({ product_name: 'x'.repeat(201) });
+    const invalid = await request(h.app)
+      .post('/v1/sessions')
+      .set('Authorization', `Bearer ${apiKey}`)
+      .send({ product_name: 'x'.repeat(201) });
     expect(invalid.status).toBe(400);
     expect(invalid.body.error.code).toBe('bad_request');
     expect(invalid.body.error.details.map((d: { field: string }) => d.field)).toEqual(['product_name']);
@@ -71,7 +74,10 @@ describe('foundation behaviour on the real metered routes', () => {
     expect(disabled.status).toBe(402);
     expect(disabled.body).toEqual({ error: { code: 'payment_required', message: 'The sessions endpoint is not enabled for this account.' } });
     await h.deps.services.accounts.cancel(accountId);
-    const cancelled = await request(h.app).post('/v1/assess').set('X-API-Key', apiKey).send({ address: '0x' + '12'.repeat(20) });
+    const cancelled = await request(h.app)
+      .post('/v1/assess')
+      .set('X-API-Key', apiKey)
+      .send({ address: '0x' + '12'.repeat(20) });
     expect(cancelled.status).toBe(403);
     expect(cancelled.body).toEqual({ error: { code: 'account_cancelled', message: 'This account has been cancelled.' } });
   });

@@ -42,13 +42,23 @@ describe('POST /v1/sessions and POST /v1/sessions/public', () => {
     expect(instructions).toEqual({ action: 'deliver_verify_url_and_poll', steps: b.next_steps.steps, user_message: b.next_steps.user_message });
 
     const row = await h.deps.db('sessions').where({ id: b.session_id }).first();
-    expect(row).toMatchObject({ kind: 'merchant', merchant_account_id: accountId, status: 'pending', context: 'checkout #42', product_name: 'Premium API', issue_refresh_token: false });
+    expect(row).toMatchObject({
+      kind: 'merchant',
+      merchant_account_id: accountId,
+      status: 'pending',
+      context: 'checkout #42',
+      product_name: 'Premium API',
+      issue_refresh_token: false,
+    });
     expect(row.poll_secret_hash).not.toContain(b.poll_secret);
   });
 
   it('returns 400 naming each invalid field', async () => {
     const { apiKey } = await createMerchant(h.deps);
-    const res = await request(h.app).post('/v1/sessions').set('X-API-Key', apiKey).send({ context: 7, product_name: 'x'.repeat(201) });
+    const res = await request(h.app)
+      .post('/v1/sessions')
+      .set('X-API-Key', apiKey)
+      .send({ context: 7, product_name: 'x'.repeat(201) });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({
       error: {
@@ -64,14 +74,23 @@ describe('POST /v1/sessions and POST /v1/sessions/public', () => {
 
   it('accepts a product_name of exactly 200 characters and an empty body', async () => {
     const { apiKey } = await createMerchant(h.deps);
-    expect((await request(h.app).post('/v1/sessions').set('X-API-Key', apiKey).send({ product_name: 'p'.repeat(200) })).status).toBe(200);
+    expect(
+      (
+        await request(h.app)
+          .post('/v1/sessions')
+          .set('X-API-Key', apiKey)
+          .send({ product_name: 'p'.repeat(200) })
+      ).status,
+    ).toBe(200);
     expect((await request(h.app).post('/v1/sessions').set('X-API-Key', apiKey)).status).toBe(200);
   });
 
   it('requires an API key (401 signup_required) and accepts Authorization: Bearer', async () => {
     const res = await request(h.app).post('/v1/sessions').send({});
     expect(res.status).toBe(401);
-    expect(res.body).toEqual({ error: { code: 'signup_required', message: 'A valid API key is required (X-API-Key header).', signup_url: 'https://kya.dev/signup' } });
+    expect(res.body).toEqual({
+      error: { code: 'signup_required', message: 'A valid API key is required (X-API-Key header).', signup_url: 'https://kya.dev/signup' },
+    });
     const { apiKey } = await createMerchant(h.deps);
     expect((await request(h.app).post('/v1/sessions').set('Authorization', `Bearer ${apiKey}`).send({})).status).toBe(200);
   });

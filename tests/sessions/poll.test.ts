@@ -95,7 +95,12 @@ describe('GET /v1/sessions/:id (polling)', () => {
     });
     expect(operator.sanctions_checked_at.toISOString()).toBe('2026-03-01T12:00:00.000Z');
     expect(operator.pii_encrypted).not.toContain('Alice');
-    expect(decryptJson(h.deps.config.piiKey, operator.pii_encrypted)).toEqual({ full_name: 'Alice Example', date_of_birth: '1990-04-12', country: 'DE', document_last4: '4567' });
+    expect(decryptJson(h.deps.config.piiKey, operator.pii_encrypted)).toEqual({
+      full_name: 'Alice Example',
+      date_of_birth: '1990-04-12',
+      country: 'DE',
+      document_last4: '4567',
+    });
     expect(await h.deps.db('api_keys').where({ account_id: operator.id })).toHaveLength(0);
     // The plaintext token is nowhere in the database.
     const dump = JSON.stringify(await h.deps.db('credentials').select('*'));
@@ -155,7 +160,11 @@ describe('exactly-once delivery under concurrency', () => {
       const s = await createSession(a, apiKey);
       await completeKyc(b, s.session_id);
       const responses = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => request((i % 2 ? a : b).app).get(`/v1/sessions/${s.session_id}`).set('X-Poll-Secret', s.poll_secret)),
+        Array.from({ length: 20 }, (_, i) =>
+          request((i % 2 ? a : b).app)
+            .get(`/v1/sessions/${s.session_id}`)
+            .set('X-Poll-Secret', s.poll_secret),
+        ),
       );
       expect(responses.map((r) => r.status)).toEqual(Array(20).fill(200));
       const withToken = responses.filter((r) => r.body.operator_token);
@@ -182,8 +191,8 @@ describe('poll rate limit', () => {
         last = await poll(h, s.session_id, s.poll_secret);
         expect(last.status).toBe(200);
       }
-      expect(last!.headers['x-ratelimit-limit']).toBe('30');
-      expect(last!.headers['x-ratelimit-remaining']).toBe('0');
+      expect(last?.headers['x-ratelimit-limit']).toBe('30');
+      expect(last?.headers['x-ratelimit-remaining']).toBe('0');
       const limited = await poll(h, s.session_id, s.poll_secret);
       expect(limited.status).toBe(429);
       expect(limited.body.error.code).toBe('rate_limited');

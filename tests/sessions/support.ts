@@ -21,10 +21,13 @@ export async function createSession(h: Harness, apiKey: string, body: Record<str
   return res.body as { session_id: string; poll_secret: string; verify_url: string; poll_url: string; expires_at: string };
 }
 
+/** Completes the identity step as the verify page does; `claimKey` is the cookie that browser receives. */
 export async function completeKyc(h: Harness, sessionId: string, form: SandboxForm = ALICE) {
   const kyc = h.deps.services.kyc;
   if (kyc.kind !== 'form') throw new Error('sandbox provider expected');
-  return h.deps.services.verification.applyKycResult(sessionId, kyc.evaluate(form, h.deps.clock.now()), 'sandbox');
+  const claimKey = h.deps.services.verification.newClaimKey();
+  const applied = await h.deps.services.verification.applyKycResult(sessionId, kyc.evaluate(form, h.deps.clock.now()), 'sandbox', undefined, { claimKey });
+  return { ...applied, claimKey };
 }
 
 export function poll(h: Harness, sessionId: string, secret?: string) {

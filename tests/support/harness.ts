@@ -8,6 +8,7 @@ import { loadConfig, type Config } from '../../server/config';
 import { createDeps, type Clock, type Deps, type DepsOverrides } from '../../server/deps';
 import { createApp } from '../../server/app';
 import { createLogger } from '../../server/logger';
+import { checkResponsesOf } from './driftHook';
 import type { Tier } from '../../server/config';
 import { TEST_DATABASE_URL, TEST_PII_KEY, TEST_REDIS_URL, TEST_SERVER_SECRET } from './env';
 
@@ -34,6 +35,13 @@ export function testConfig(env: Record<string, string | undefined> = {}): Config
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     DATA_DIR: path.join(os.tmpdir(), 'kya-test-data'),
     PUBLIC_BASE_URL: 'http://kya.test',
+    // A five-entry name list, so every test file does not parse and index the full bundled OFAC list; tests
+    // of the bundled default pass SANCTIONS_NAME_SOURCE: undefined.
+    SANCTIONS_NAME_SOURCE: path.join(__dirname, '../fixtures/screening/SDN.CSV'),
+    SANCTIONS_NAME_ALT_SOURCE: path.join(__dirname, '../fixtures/screening/ALT.CSV'),
+    // Slack for test set-up statements (TRUNCATE … CASCADE) on a loaded shared machine; the failure-table
+    // tests use the production default (1000 ms) explicitly.
+    DEPENDENCY_TIMEOUT_MS: '1500',
     ...env,
   });
 }
@@ -46,18 +54,33 @@ export interface Harness {
 }
 
 /** Real deps + app. `env` overrides config variables; `redisPrefix` lets two harnesses share counters. */
-export async function createHarness(options: { env?: Record<string, string | undefined>; overrides?: DepsOverrides; redisPrefix?: string } = {}): Promise<Harness> {
+export async function createHarness(
+  options: { env?: Record<string, string | undefined>; overrides?: DepsOverrides; redisPrefix?: string } = {},
+): Promise<Harness> {
   const config = testConfig(options.env);
   const prefix = options.redisPrefix ?? `kya:test:${crypto.randomBytes(6).toString('hex')}:`;
   const deps = await createDeps(config, { logger: createLogger(config.logLevel), redisPrefix: prefix, ...options.overrides });
   await deps.lifecycle.start();
   const app = createApp(deps);
+  checkResponsesOf(app);
   return { deps, app, prefix, close: () => deps.lifecycle.stop() };
 }
 
-/** Empties tables (and whatever references them). */
+/**
+ * Empties tables (and whatever references them). A harness's background workers (webhook deliveries, scoring)
+ * may still be writing the previous test's rows, and TRUNCATE's locks on many tables can then deadlock with
+ * them: PostgreSQL aborts one side (40P01), and the truncate is simply tried again.
+ */
 export async function resetTables(deps: Deps, tables: string[] = ['accounts']): Promise<void> {
-  await deps.db.raw(`truncate ${tables.map((t) => `"${t}"`).join(', ')} restart identity cascade`);
+  const sql = `truncate ${tables.map((t) => `"${t}"`).join(', ')} restart identity cascade`;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await deps.db.raw(sql);
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== '40P01' || attempt >= 5) throw err;
+    }
+  }
 }
 
 export async function createMerchant(deps: Deps, options: { tier?: Tier; quota?: number; rps?: number; name?: string; displayName?: string } = {}) {

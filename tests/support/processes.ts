@@ -38,6 +38,7 @@ export function run(command: string, args: string[], env: NodeJS.ProcessEnv, tim
 }
 
 /** `npx tsx server/cli/admin.ts ...args`; parses stdout as JSON when the command succeeded. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the CLI's JSON output; tests assert its shape
 export async function admin(args: string[], env: NodeJS.ProcessEnv): Promise<RunResult & { json: any }> {
   const result = await run('npx', ['tsx', 'server/cli/admin.ts', ...args], env);
   let json: unknown = null;
@@ -71,8 +72,8 @@ const running = new Set<ChildProcess>();
  * npx wrapper does not forward SIGTERM at all.) It runs in its own process group so a stray one can be
  * killed with everything it started.
  */
-export function startServer(env: NodeJS.ProcessEnv): ServerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+export function startServer(env: NodeJS.ProcessEnv, entry = 'server/main.ts'): ServerProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   running.add(child);
   child.on('exit', () => running.delete(child));
   let out = '';
@@ -81,11 +82,11 @@ export function startServer(env: NodeJS.ProcessEnv): ServerProcess {
     out += d.toString();
     for (const l of listeners) l();
   };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   let done = false;
-  exited.then(() => {
+  void exited.then(() => {
     done = true;
     for (const l of listeners) l();
   });

@@ -17,7 +17,11 @@ describe('POST /v1/credentials/wallets', () => {
     const credential = (await request(h.app).post('/v1/credentials').set('X-API-Key', operator.apiKey).send({ ttl_days: 7 })).body;
     return { merchant, operator, credential };
   }
-  const capture = (apiKey: string, body: unknown) => request(h.app).post('/v1/credentials/wallets').set('X-API-Key', apiKey).send(body as object);
+  const capture = (apiKey: string, body: unknown) =>
+    request(h.app)
+      .post('/v1/credentials/wallets')
+      .set('X-API-Key', apiKey)
+      .send(body as object);
   const row = (credentialId: string, walletAddress: string, network = 'evm') =>
     h.deps.repos.walletCaptures.find({ credentialId, walletAddress, network: network as 'evm' | 'solana' });
 
@@ -40,12 +44,26 @@ describe('POST /v1/credentials/wallets', () => {
 
     const firstSeen = clock.now();
     clock.advance(60_000);
-    const second = await capture(merchant.apiKey, { operator_token: credential.credential, wallet_address: wallet.toLowerCase(), network: 'evm', idempotency_key: 'pay-2' });
+    const second = await capture(merchant.apiKey, {
+      operator_token: credential.credential,
+      wallet_address: wallet.toLowerCase(),
+      network: 'evm',
+      idempotency_key: 'pay-2',
+    });
     expect(second.body).toEqual({ associated: true, first_seen: false });
     clock.advance(60_000);
-    const third = await capture(merchant.apiKey, { operator_token: credential.credential, wallet_address: wallet.toUpperCase().replace('0X', '0x'), network: 'evm' });
+    const third = await capture(merchant.apiKey, {
+      operator_token: credential.credential,
+      wallet_address: wallet.toUpperCase().replace('0X', '0x'),
+      network: 'evm',
+    });
     expect(third.body).toEqual({ associated: true, first_seen: false });
-    expect(await row(credential.id, wallet.toLowerCase())).toMatchObject({ transaction_count: 3, first_seen_at: firstSeen, last_seen_at: clock.now(), last_idempotency_key: null });
+    expect(await row(credential.id, wallet.toLowerCase())).toMatchObject({
+      transaction_count: 3,
+      first_seen_at: firstSeen,
+      last_seen_at: clock.now(),
+      last_idempotency_key: null,
+    });
     expect(await h.deps.db('wallet_captures').count({ n: '*' }).first()).toEqual({ n: 1 });
   });
 
@@ -144,9 +162,17 @@ describe('POST /v1/credentials/wallets', () => {
         ],
       },
     });
-    const notObject = await request(h.app).post('/v1/credentials/wallets').set('X-API-Key', merchant.apiKey).set('Content-Type', 'application/json').send('[1]');
+    const notObject = await request(h.app)
+      .post('/v1/credentials/wallets')
+      .set('X-API-Key', merchant.apiKey)
+      .set('Content-Type', 'application/json')
+      .send('[1]');
     expect(notObject.status).toBe(400);
-    expect(notObject.body.error).toEqual({ code: 'bad_request', message: 'Invalid request: body', details: [{ field: 'body', message: 'must be a JSON object' }] });
+    expect(notObject.body.error).toEqual({
+      code: 'bad_request',
+      message: 'Invalid request: body',
+      details: [{ field: 'body', message: 'must be a JSON object' }],
+    });
   });
 
   it.each(['EVM', 'ethereum', 'base', 'sol', 'bitcoin'])('rejects network %p with 400 invalid_network', async (network) => {
@@ -175,13 +201,23 @@ describe('POST /v1/credentials/wallets', () => {
       expect({ wallet, status: res.status, body: res.body }).toEqual({
         wallet,
         status: 400,
-        body: { error: { code: 'invalid_wallet', message: `wallet_address is not a valid ${network} wallet address.`, details: [{ field: 'wallet_address', message }] } },
+        body: {
+          error: {
+            code: 'invalid_wallet',
+            message: `wallet_address is not a valid ${network} wallet address.`,
+            details: [{ field: 'wallet_address', message }],
+          },
+        },
       });
     }
     const zero = await capture(merchant.apiKey, { operator_token: credential.credential, wallet_address: EVM_ZERO_ADDRESS, network: 'evm' });
     expect(zero.status).toBe(400);
     expect(zero.body).toEqual({
-      error: { code: 'invalid_wallet', message: 'wallet_address is the EVM zero address.', details: [{ field: 'wallet_address', message: 'the EVM zero address cannot pay' }] },
+      error: {
+        code: 'invalid_wallet',
+        message: 'wallet_address is the EVM zero address.',
+        details: [{ field: 'wallet_address', message: 'the EVM zero address cannot pay' }],
+      },
     });
     expect(await h.deps.db('wallet_captures').count({ n: '*' }).first()).toEqual({ n: 0 });
   });

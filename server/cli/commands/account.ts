@@ -1,4 +1,4 @@
-// `account …` admin commands: create, list, show, rotate-key, add-key, cancel, set, endpoint.
+// `account …` admin commands: create, list, show, rotate-key, add-key, login-link, cancel, set, endpoint.
 import { badRequest } from '../../../shared/errors';
 import type { Tier } from '../../config';
 import { intFlag, requireArg, type Command } from '../registry';
@@ -38,6 +38,13 @@ export const accountCommands: Command[] = [
     usage: 'account rotate-key ID',
     async run(ctx) {
       return ctx.deps.services.accounts.rotateKey(requireArg(ctx, 0, 'id'));
+    },
+  },
+  {
+    name: 'account login-link',
+    usage: 'account login-link ID   (a dashboard sign-in link: 15 minutes, single use)',
+    async run(ctx) {
+      return ctx.deps.services.dashboard.createLoginLink(requireArg(ctx, 0, 'id'));
     },
   },
   {
