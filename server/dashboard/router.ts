@@ -5,6 +5,7 @@ import crypto from 'node:crypto';
 import express, { Router, type Request, type Response } from 'express';
 import type { Deps } from '../deps';
 import { route } from '../http/asyncRoute';
+import { rejectNulInBody } from '../http/inputGuard';
 import { hmacSha256, safeEqual } from '../crypto';
 import { csrfValid, issueCsrf, readCookie } from '../verify/csrf';
 import { pageHeaders } from '../verify/errorPage';
@@ -56,7 +57,7 @@ export function dashboardRouter(deps: Deps): Router {
   const { dashboard, accounts, webhooks } = deps.services;
   const secret = deps.config.serverSecret;
   const secure = deps.config.publicBaseUrl.startsWith('https://');
-  const form = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 30 });
+  const form = [express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 30 }), rejectNulInBody];
   const cookieAttrs = `Path=/dashboard; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
 
   const sessionCsrf = (sessionId: string) => hmacSha256(secret, `dashboard-csrf|${sessionId}`).toString('base64url');

@@ -3,7 +3,7 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { ApiError } from '../../shared/errors';
 import { isInfrastructureError } from '../circuit';
-import { isPagePath, sendErrorPage } from '../verify/errorPage';
+import { pageSurface, sendErrorPage } from '../verify/errorPage';
 import { retryWithBackoff } from '../services/agentCopy';
 
 /** Retry-After of a 503 for a database or Redis outage (the circuit probes far more often than this). */
@@ -73,7 +73,8 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   const apiError = toApiError(err, req.log ?? console);
   if (res.headersSent) return res.end();
   for (const [name, value] of Object.entries(apiError.headers ?? {})) res.setHeader(name, value);
-  // The verify page is for people: its errors are pages too, never a JSON body in a browser tab.
-  if (isPagePath(req.path)) return sendErrorPage(res, apiError);
+  // The verify page and the dashboard are for people: their errors are pages too, never a JSON body in a tab.
+  const surface = pageSurface(req.path);
+  if (surface) return sendErrorPage(res, apiError, surface);
   res.status(apiError.status).json(apiError.toBody());
 };

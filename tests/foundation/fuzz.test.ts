@@ -1,7 +1,7 @@
 // Seeded fuzzing over every route, through real HTTP against two live instances (sandbox KYC, and Stripe KYC
 // with signed webhooks): hostile strings (NUL, lone surrogates, huge, control characters), wrong types, extra
-// and misspelt keys, bad encodings and charsets, oversized forms, verify form posts with a valid CSRF token
-// and the claim cookie, correctly signed Stripe events. No answer may be a 5xx or take over 2 s, and both
+// and misspelt keys, bad encodings and charsets, oversized forms, verify and dashboard form posts with a valid
+// CSRF token (and the claim cookie or a signed-in dashboard session), correctly signed Stripe events. No answer may be a 5xx or take over 2 s, and both
 // servers must still answer afterwards.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -38,6 +38,8 @@ interface Pools {
   stripeSessions: Array<{ id: string; cookie: string; token: string }>;
   claim: { id: string; cookie: string; token: string; challengeId: string; message: string };
   stripeReference: string;
+  /** A signed-in dashboard session of its own merchant (so rotating that merchant's key spares the API pool). */
+  dashboard: { cookie: string; csrf: string };
 }
 
 // ---- generators -----------------------------------------------------------------------------------------
@@ -209,6 +211,83 @@ function requests(p: Pools): fc.Arbitrary<Spec> {
           body: form.toString(),
         };
       });
+
+  // The dashboard: every page with hostile query strings, and every form with hostile fields, a valid CSRF token
+  // most of the time, and sometimes more fields than the parser takes. Sign-out is left out so the session lives.
+  const query = (names: string[]) =>
+    fc.tuple(...names.map(() => fc.option(segment))).map((vals) => names.flatMap((n, i) => (vals[i] === null ? [] : [`${n}=${vals[i]}`])).join('&'));
+  const dashboardGet = fc
+    .tuple(
+      fc.constantFrom(
+        '/dashboard',
+        '/dashboard/keys',
+        '/dashboard/settings',
+        '/dashboard/activity',
+        '/dashboard/activity.csv',
+        '/dashboard/webhooks',
+        'webhook',
+        'login',
+      ),
+      segment,
+      query(['decision', 'reason', 'method', 'from', 'to', 'cursor', 'session_status']),
+    )
+    .map(([page, seg, q]): Spec => {
+      const path = page === 'webhook' ? `/dashboard/webhooks/${seg}` : page === 'login' ? `/dashboard/login/${seg}` : page;
+      return { family: 'dashboard-page', target: 'a', method: 'GET', path: q ? `${path}?${q}` : path, headers: { cookie: p.dashboard.cookie } };
+    });
+  const dashboardPost = fc
+    .tuple(
+      fc.constantFrom(
+        'settings',
+        'keys/add',
+        'keys/:id/revoke',
+        'webhooks',
+        'webhooks/:id/roll',
+        'webhooks/:id/remove',
+        'webhooks/:id/delete',
+        'webhooks/deliveries/:id/resend',
+        'signin',
+        'login',
+      ),
+      segment,
+      fc.record(
+        {
+          // Valid values most of the time, so that a hostile one in another field reaches the write behind them.
+          display_name: fc.oneof(fc.constantFrom('Acme Wines', 'Acme\u0000Wines'), nasty),
+          support_email: fc.oneof({ weight: 3, arbitrary: fc.constantFrom('help@acme.example', 'help\u0000@acme.example') }, { weight: 1, arbitrary: nasty }),
+          logo_url: fc.oneof(
+            { weight: 3, arbitrary: fc.constantFrom('https://acme.example/logo.png', 'https://acme.example/\u0000.png') },
+            { weight: 1, arbitrary: nasty },
+          ),
+          url: fc.oneof(
+            fc.constantFrom('https://hooks.acme.example/kya', 'https://hooks.acme.example/\u0000', 'http://127.0.0.1:9/x', 'https://10.0.0.1/x'),
+            nasty,
+          ),
+          events: fc.oneof(fc.constantFrom('session.verified', 'credential.revoked', 'session\u0000.verified'), nasty),
+          label: fc.oneof(fc.constantFrom('ci key', 'ci\u0000key'), nasty),
+          api_key: fc.oneof(fc.constant('as_live_wrong'), nasty),
+          token: nasty,
+        },
+        { requiredKeys: [] },
+      ),
+      fc.integer({ min: 0, max: 35 }), // extra fields: past 30 the form parser refuses
+      fc.oneof({ weight: 5, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
+      fc.oneof({ weight: 8, arbitrary: fc.constant('application/x-www-form-urlencoded') }, { weight: 1, arbitrary: fc.constantFrom(...JSON_TYPES) }),
+    )
+    .map(([action, seg, fields, extra, validCsrf, ct]): Spec => {
+      const form = new URLSearchParams();
+      form.set('csrf', validCsrf ? p.dashboard.csrf : 'forged');
+      for (const [k, v] of Object.entries(fields)) form.set(k, String(v));
+      for (let i = 0; i < extra; i++) form.append(`x${i}`, 'y');
+      return {
+        family: 'dashboard-form',
+        target: 'a',
+        method: 'POST',
+        path: `/dashboard/${action.replace(':id', seg)}`,
+        headers: { cookie: p.dashboard.cookie, 'content-type': ct },
+        body: form.toString(),
+      };
+    });
 
   const eventType = fc.oneof(
     fc.constantFrom(
@@ -384,7 +463,9 @@ function requests(p: Pools): fc.Arbitrary<Spec> {
         body: `csrf=${encodeURIComponent(s.token)}`,
       })),
     },
-    { weight: 2, arbitrary: get('health', 'a', fc.constantFrom('/healthz', '/readyz', '/metrics')) },
+    { weight: 3, arbitrary: dashboardGet },
+    { weight: 4, arbitrary: dashboardPost },
+    { weight: 2, arbitrary: get('health', 'a', fc.constantFrom('/healthz', '/readyz', '/metrics', '/openapi.json', '/docs')) },
     {
       weight: 3,
       arbitrary: fc
@@ -498,7 +579,13 @@ describe('fuzzing every route', () => {
       .type('form')
       .send({ csrf: stripeSessions[0].token });
     const { kyc_reference } = await a.deps.db('sessions').where({ id: stripeSessions[0].id }).first();
+    const dashboardMerchant = await createMerchant(a.deps, { tier: 'enterprise' });
+    const signedIn = (await a.deps.services.dashboard.signInWithKey(dashboardMerchant.apiKey))!;
+    const dashboardCookie = `kya_dashboard=${signedIn.sessionId}`;
+    const settings = await request(a.app).get('/dashboard/settings').set('Cookie', dashboardCookie);
+    const dashboardCsrf = /name="csrf" value="([^"]+)"/.exec(settings.text)![1];
     return {
+      dashboard: { cookie: dashboardCookie, csrf: dashboardCsrf },
       apiKey,
       sandboxSessions,
       stripeSessions,
@@ -556,6 +643,8 @@ describe('fuzzing every route', () => {
       'verify-identity',
       'verify-wallet',
       'verify-page',
+      'dashboard-page',
+      'dashboard-form',
     ]) {
       expect([family, (perFamily.get(family) ?? 0) >= 50]).toEqual([family, true]);
     }

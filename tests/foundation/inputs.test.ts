@@ -130,4 +130,40 @@ describe('inputs that cannot be stored or read', () => {
       expect((await h.deps.db('sessions').where({ id }).first()).status).toBe('pending');
     });
   });
+
+  describe('dashboard form posts', () => {
+    async function signedIn() {
+      const s = (await h.deps.services.dashboard.signInWithKey(apiKey))!;
+      const cookie = `kya_dashboard=${s.sessionId}`;
+      const page = await request(h.app).get('/dashboard/settings').set('Cookie', cookie);
+      return { cookie, csrf: /name="csrf" value="([^"]+)"/.exec(page.text)![1] };
+    }
+
+    it('answers a NUL in a settings field with a 400 page naming the field, storing nothing', async () => {
+      const { cookie, csrf } = await signedIn();
+      const before = await h.deps.repos.branding.get({ accountId: (await h.deps.services.accounts.authenticate(apiKey))!.accountId });
+      const res = await request(h.app)
+        .post('/dashboard/settings')
+        .set('Cookie', cookie)
+        .type('form')
+        .send(`csrf=${encodeURIComponent(csrf)}&display_name=Acme%00Wines&support_email=help%40acme.example`);
+      expect(res.status).toBe(400);
+      expect(res.headers['content-type']).toMatch(/^text\/html/);
+      expect(res.headers['content-security-policy']).toContain("default-src 'none'");
+      expect(res.text).toContain('id="request-error"');
+      expect(res.text).toContain('Reload the dashboard page and submit it again. Refused: display_name must not contain a NUL character');
+      const after = await h.deps.repos.branding.get({ accountId: (await h.deps.services.accounts.authenticate(apiKey))!.accountId });
+      expect(after).toEqual(before);
+    });
+
+    it('answers more fields than a dashboard form takes with a 413 page, not a 500', async () => {
+      const { cookie, csrf } = await signedIn();
+      const fields = new URLSearchParams({ csrf });
+      for (let i = 0; i < 35; i++) fields.append(`f${i}`, 'x');
+      const res = await request(h.app).post('/dashboard/settings').set('Cookie', cookie).type('form').send(fields.toString());
+      expect(res.status).toBe(413);
+      expect(res.headers['content-type']).toMatch(/^text\/html/);
+      expect(res.text).toContain('larger than this page accepts. Reload the dashboard page');
+    });
+  });
 });
