@@ -13,7 +13,7 @@ const STYLE = new SafeHtml(`
 *{box-sizing:border-box}body{margin:0;font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;background:#f4f5f7;color:#1b1f24}
 header{background:#14213d;color:#fff;padding:.6rem 1rem;display:flex;flex-wrap:wrap;gap:.4rem 1rem;align-items:center}
 header strong{margin-right:auto}header a{color:#dfe7ff;text-decoration:none;padding:.2rem .3rem}header a[aria-current]{color:#fff;border-bottom:2px solid #fff}
-header form{display:inline}header button{margin:0;background:transparent;border:1px solid #8fa3d1;padding:.2rem .6rem}
+footer{max-width:64rem;margin:0 auto;padding:0 1rem 2rem;color:#555}header form{display:inline}header button{margin:0;background:transparent;border:1px solid #8fa3d1;padding:.2rem .6rem}
 main{max-width:64rem;margin:1.25rem auto;padding:0 1rem}.card{background:#fff;border:1px solid #d8dce1;border-radius:10px;padding:1.25rem;margin-bottom:1rem;overflow-x:auto}
 h1{font-size:1.35rem;margin:0 0 1rem}h2{font-size:1.05rem;margin:0 0 .6rem}.muted{color:#59636e}
 label{display:block;font-weight:600;margin:.7rem 0 .25rem}input,select{width:100%;max-width:32rem;padding:.45rem .55rem;border:1px solid #aab2bb;border-radius:6px;font:inherit}
@@ -68,7 +68,8 @@ export function page(f: Frame, title: string, body: SafeHtml): string {
     html`<header><strong>kya · ${f.accountName}</strong>
 <nav aria-label="Dashboard">${TABS.map(([tab, label, href]) => html`<a href="${href}"${tab === f.tab ? new SafeHtml(' aria-current="page"') : ''}>${label}</a> `)}</nav>
 <form method="post" action="/dashboard/signout">${csrfField(f.csrf)}<button type="submit">Sign out</button></form></header>
-<main><h1>${title}</h1>${f.notice ? html`<div class="${f.notice.kind}" role="status">${f.notice.text}</div>` : ''}${body}</main>`,
+<main><h1>${title}</h1>${f.notice ? html`<div class="${f.notice.kind}" role="status">${f.notice.text}</div>` : ''}${body}</main>
+<footer><a href="/docs">API reference</a> · <a href="/openapi.json">OpenAPI description</a></footer>`,
   );
 }
 

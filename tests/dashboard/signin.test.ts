@@ -73,6 +73,7 @@ describe('dashboard sign-in', () => {
     expect(page.headers['content-security-policy']).toMatch(/default-src 'none'; style-src 'nonce-[^']+'; script-src 'nonce-[^']+'/);
     expect(page.headers['cache-control']).toBe('no-store');
     expect(page.headers['x-frame-options']).toBe('SAMEORIGIN');
+    expect(page.text).toContain('<a href="/docs">API reference</a>');
   });
 
   it('refuses a signed-in form without the CSRF token', async () => {
