@@ -27,9 +27,15 @@ export interface BenchOptions {
 
 export interface ThresholdFigures {
   threshold: number;
+  /** Positives flagged at all (what a compliance reviewer sees). */
   recall: number;
+  /** Positives whose best match is the very entry the variant was made from (stricter than `recall`). */
+  recall_same_entry: number;
   precision: number;
+  /** Negatives flagged, screened with the DOB and country a KYC provider reports (how kya screens). */
   fpr: number;
+  /** Negatives flagged when screened by name alone (no qualifiers to lower a namesake's score). */
+  fpr_name_only: number;
   tp: number;
   fn: number;
   fp: number;
@@ -313,18 +319,22 @@ export function runScreeningBench(options: BenchOptions): BenchResult {
     latencies.push(performance.now() - t);
     const used = process.cpuUsage(cpu);
     cpuTimes.push((used.user + used.system) / 1000);
-    return { item, best };
+    // Negatives again by name alone, outside the timed screen.
+    const nameOnly = item.listedUid ? null : index.best({ ...item.subject, dobYear: null, country: null });
+    return { item, best, nameOnly };
   });
   latencies.sort((a, b) => a - b);
   cpuTimes.sort((a, b) => a - b);
 
   const figures = options.thresholds.map((threshold): ThresholdFigures => {
     let tp = 0;
+    let sameEntry = 0;
     let fn = 0;
     let fp = 0;
+    let fpNameOnly = 0;
     let tn = 0;
     const byVariant: Record<string, { hit: number; all: number }> = {};
-    for (const { item, best } of results) {
+    for (const { item, best, nameOnly } of results) {
       const flagged = Boolean(best && best.score >= threshold);
       if (item.listedUid) {
         const v = (byVariant[item.variant] ??= { hit: 0, all: 0 });
@@ -332,15 +342,21 @@ export function runScreeningBench(options: BenchOptions): BenchResult {
         if (flagged) {
           tp++;
           v.hit++;
+          if (best!.uid === item.listedUid) sameEntry++;
         } else fn++;
-      } else if (flagged) fp++;
-      else tn++;
+      } else {
+        if (flagged) fp++;
+        else tn++;
+        if (nameOnly && nameOnly.score >= threshold) fpNameOnly++;
+      }
     }
     return {
       threshold,
       recall: tp / (tp + fn),
+      recall_same_entry: sameEntry / (tp + fn),
       precision: tp + fp ? tp / (tp + fp) : 1,
       fpr: fp / (fp + tn),
+      fpr_name_only: fpNameOnly / (fp + tn),
       tp,
       fn,
       fp,
