@@ -149,7 +149,11 @@ export function dimensions(f: Features): Dimensions {
   };
 }
 
-/** 0–1: how much evidence stands behind the score. */
+/**
+ * 0–1: how much on-chain evidence stands behind the score. Operator verification is not counted: it already
+ * lifts the prior, and counting it here too would pull a new verified wallet from its raised prior toward its
+ * (still empty) dimensions, scoring it below an unverified one.
+ */
 export function confidence(f: Features): number {
   const evidence =
     f.candidate.asPayer +
@@ -157,8 +161,7 @@ export function confidence(f: Features): number {
     2 * (f.verified.asPayer + f.verified.asPayee) +
     3 * f.feedback.count +
     5 * Math.min(3, f.registeredAgents + b(f.isAgentWallet)) +
-    3 * b(f.registrationResolved) +
-    3 * b(f.verificationLevel !== 'none');
+    3 * b(f.registrationResolved);
   return Math.round((1 - Math.exp(-evidence / 15)) * 100) / 100;
 }
 

@@ -76,11 +76,27 @@ describe('score model', () => {
 
   it('does not grade a new KYC-verified wallet F: it scores above the neutral prior with low confidence', () => {
     const r = scoreFeatures(features({ verificationLevel: 'kyc_verified' }));
-    expect(r).toEqual({ score: 53, grade: 'C', confidence: 0.18, dimensions: { identity: 30, activity: 0, capability: 0, reach: 0, trust: 65 } });
+    expect(r).toEqual({ score: 60, grade: 'C', confidence: 0, dimensions: { identity: 30, activity: 0, capability: 0, reach: 0, trust: 65 } });
     expect(r.confidence).toBeLessThan(LOW_EVIDENCE_CONFIDENCE);
     expect(scorePrior('kyc_verified')).toBeGreaterThan(scorePrior('wallet_claimed'));
     expect(scorePrior('wallet_claimed')).toBeGreaterThan(scorePrior('none'));
     expect(scorePrior('none')).toBe(NEUTRAL_PRIOR);
+  });
+
+  it('never lowers a score when the operator verifies: none ≤ wallet_claimed ≤ kyc_verified for the same evidence', () => {
+    fc.assert(
+      fc.property(arbFeatures, (f) => {
+        const [none, claimed, kyc] = (['none', 'wallet_claimed', 'kyc_verified'] as const).map((level) => scoreFeatures({ ...f, verificationLevel: level }));
+        expect(claimed.score).toBeGreaterThanOrEqual(none.score);
+        expect(kyc.score).toBeGreaterThanOrEqual(claimed.score);
+        // verification lifts the prior; it is not on-chain evidence, so it leaves confidence alone
+        expect(new Set([none.confidence, claimed.confidence, kyc.confidence]).size).toBe(1);
+      }),
+      { seed: 18, numRuns: 2000 },
+    );
+    const bare = scoreFeatures(features());
+    const claimed = scoreFeatures(features({ verificationLevel: 'wallet_claimed' }));
+    expect([bare.score, bare.grade, claimed.score, claimed.grade]).toEqual([50, 'C', 55, 'C']);
   });
 
   it('never grades a KYC-verified wallet without bad feedback F while evidence is thin', () => {
