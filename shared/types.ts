@@ -1,5 +1,5 @@
-// Wire types of POST /v1/assess (request and response), shared by the server and the gate. Types only: no
-// runtime imports, so the gate can depend on this file without pulling in joi or the server.
+// Wire types of POST /v1/assess (request and response), shared by the server and the gate. Types and a few
+// constant lists only, no runtime imports, so the gate can depend on this file without pulling in joi or the server.
 import type { AgentInstructions } from './errors';
 
 export type AddressFamily = 'evm' | 'solana';
@@ -7,15 +7,17 @@ export type Decision = 'allow' | 'deny';
 export type IdentityMethod = 'wallet' | 'operator_token';
 
 /** Reasons on `decision_reasons`, in the order the engine emits them. */
-export type DecisionReason =
-  | 'no_policy_applied'
-  | 'kyc_required'
-  | 'kyc_pending'
-  | 'kyc_failed'
-  | 'sanctions_flagged'
-  | 'sanctions_check_unavailable'
-  | 'age_insufficient'
-  | 'jurisdiction_restricted';
+export const DECISION_REASONS = [
+  'no_policy_applied',
+  'kyc_required',
+  'kyc_pending',
+  'kyc_failed',
+  'sanctions_flagged',
+  'sanctions_check_unavailable',
+  'age_insufficient',
+  'jurisdiction_restricted',
+] as const;
+export type DecisionReason = (typeof DECISION_REASONS)[number];
 
 /** Denial reasons a verification session can fix: only these carry `verify_url`. */
 export const VERIFIABLE_REASONS: readonly DecisionReason[] = ['kyc_required', 'kyc_failed'];

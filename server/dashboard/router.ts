@@ -30,6 +30,7 @@ import {
 import type { Branding } from '../repositories/dashboard';
 import type { Flash } from './service';
 import { ApiError } from '../../shared/errors';
+import { DECISION_REASONS } from '../../shared/types';
 
 export const SESSION_COOKIE = 'kya_dashboard';
 const FAILED_SIGNINS_PER_15_MIN = 10;
@@ -332,7 +333,7 @@ export function dashboardRouter(deps: Deps): Router {
     const to = param(req.query.to);
     const q: ActivityQuery = {
       decision: ['allow', 'deny'].includes(decision) ? decision : '',
-      reason: typeof req.query.reason === 'string' ? req.query.reason.trim().slice(0, 64) : '',
+      reason: (DECISION_REASONS as readonly string[]).includes(param(req.query.reason)) ? param(req.query.reason) : '',
       kind: ['wallet', 'operator_token'].includes(kind) ? kind : '',
       from: /^\d{4}-\d{2}-\d{2}$/.test(from) ? from : '',
       to: /^\d{4}-\d{2}-\d{2}$/.test(to) ? to : '',

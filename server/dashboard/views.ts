@@ -2,8 +2,9 @@
 // is escaped by the `html` tag; the chart is inline SVG (attributes, so the strict CSP needs no inline styles).
 import { html, SafeHtml } from '../verify/html';
 import { WEBHOOK_EVENT_TYPES } from '../../shared/webhookSignature';
+import { DECISION_REASONS } from '../../shared/types';
 import type { AuditRow } from '../repositories/audit';
-import type { AccountView } from '../services/accounts';
+import { ENDPOINTS, type AccountView } from '../services/accounts';
 import type { MerchantCredentialView } from './service';
 import type { Branding } from '../repositories/dashboard';
 import type { WebhookEndpointView } from '../webhooks/service';
@@ -25,7 +26,7 @@ table{border-collapse:collapse;width:100%;font-size:.9rem}th,td{text-align:left;
 .ok{border-left:4px solid #1a7f37;background:#f0fff4;padding:.6rem 1rem;border-radius:4px;margin-bottom:1rem}
 .sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 code{word-break:break-all;background:#f0f2f5;padding:.1rem .3rem;border-radius:4px}.filters{display:flex;flex-wrap:wrap;gap:0 1rem}.filters>div{min-width:10rem;flex:1}
-.stat{font-size:1.6rem;font-weight:700}.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(15rem,1fr));gap:1rem}svg{max-width:100%;height:auto}
+.stat{font-size:1.6rem;font-weight:700}.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(15rem,1fr));gap:1rem}svg{max-width:100%;height:auto}.axis{display:flex;justify-content:space-between;font-size:.8rem;margin:.3rem 0 0}
 `);
 
 export type Tab = 'overview' | 'keys' | 'settings' | 'activity' | 'webhooks';
@@ -124,8 +125,8 @@ export function overviewBody(o: {
 <div class="card"><h2>Quota this month (${o.period})</h2><p class="stat" id="quota-use">${o.used} / ${o.limit ?? 'unlimited'}</p><p class="muted">Metered calls this calendar month (UTC) against your limit.</p></div>
 <div class="card"><h2>Sessions by outcome (30 days)</h2>${o.outcomes.length ? html`<table id="session-outcomes"><tr><th>Status</th><th>Sessions</th></tr>${o.outcomes.map((r) => html`<tr><td>${r.status}</td><td>${r.n}</td></tr>`)}</table>` : html`<p class="muted">No sessions yet.</p>`}</div></div>
 <div class="card"><h2>Assess calls per day (last 30 days)</h2>
-<svg viewBox="0 0 ${W} ${H + 18}" role="img" aria-label="Assess calls per day, last 30 days, peak ${max}">${bars}
-<text x="0" y="${H + 14}" font-size="11" fill="#59636e">${o.days[0].day}</text><text x="${W}" y="${H + 14}" font-size="11" fill="#59636e" text-anchor="end">${o.days[o.days.length - 1].day}</text></svg></div>
+<svg viewBox="0 0 ${W} ${H}" role="img" aria-label="Assess calls per day, last 30 days, peak ${max}">${bars}</svg>
+<p class="axis muted"><span>${o.days[0].day}</span><span>peak ${max} a day</span><span>${o.days[o.days.length - 1].day}</span></p></div>
 <div class="card"><h2>Assess decisions (30 days)</h2><table id="decisions"><tr><th>Decision</th><th>Reason</th><th>Count</th></tr>
 <tr><td>allow</td><td></td><td>${allow}</td></tr>${denyReasons.map((r) => html`<tr><td>deny</td><td>${r.reason ?? ''}</td><td>${r.n}</td></tr>`)}</table>
 <p class="muted">A denial with several reasons counts once per reason.</p></div>`;
@@ -161,13 +162,17 @@ export function revokeKeyBody(csrf: string, key: { id: string; prefix: string; c
 export function settingsBody(csrf: string, account: AccountView, b: Branding, errors: Record<string, string>, values?: Partial<Branding>): SafeHtml {
   const v = { ...b, ...values };
   const err = (f: string) => (errors[f] ? html`<p class="alert" id="${f}-error">${errors[f]}</p>` : '');
+  // A field in error says so to assistive technology and points at its message; the first one takes focus.
+  const firstError = ['display_name', 'support_email', 'logo_url'].find((f) => errors[f]);
+  const state = (f: string) => new SafeHtml(errors[f] ? ` aria-invalid="true" aria-describedby="${f}-error"${f === firstError ? ' autofocus' : ''}` : '');
+  const enabled = ENDPOINTS.filter((e) => !account.disabled_endpoints.includes(e));
   return html`<div class="card"><h2>Verify page branding</h2><form method="post" action="/dashboard/settings">${csrfField(csrf)}
-<label for="display_name">Display name</label><input id="display_name" name="display_name" maxlength="80" value="${v.display_name ?? ''}">${err('display_name')}
-<label for="support_email">Support email</label><input id="support_email" name="support_email" type="email" maxlength="200" value="${v.support_email ?? ''}">${err('support_email')}
-<label for="logo_url">Logo URL (https)</label><input id="logo_url" name="logo_url" type="url" maxlength="500" value="${v.logo_url ?? ''}">${err('logo_url')}
+<label for="display_name">Display name</label><input id="display_name" name="display_name" maxlength="80" value="${v.display_name ?? ''}"${state('display_name')}>${err('display_name')}
+<label for="support_email">Support email</label><input id="support_email" name="support_email" type="email" maxlength="200" value="${v.support_email ?? ''}"${state('support_email')}>${err('support_email')}
+<label for="logo_url">Logo URL (https)</label><input id="logo_url" name="logo_url" type="url" maxlength="500" value="${v.logo_url ?? ''}"${state('logo_url')}>${err('logo_url')}
 <button type="submit">Save settings</button></form></div>
 <div class="card"><h2>Plan</h2><table><tr><th>Tier</th><td>${account.tier}</td></tr><tr><th>Monthly quota</th><td>${account.quota ?? 'unlimited'}</td></tr>
-<tr><th>Requests per second</th><td>${account.rps ?? 'unlimited'}</td></tr><tr><th>Disabled endpoints</th><td>${account.disabled_endpoints.join(', ') || 'none'}</td></tr></table>
+<tr><th>Requests per second</th><td>${account.rps ?? 'unlimited'}</td></tr><tr><th>Enabled endpoints</th><td id="enabled-endpoints">${enabled.join(', ') || 'none'}</td></tr></table>
 <p class="muted">Plan and limits are changed by kya support.</p></div>`;
 }
 
@@ -192,7 +197,7 @@ export function activityBody(
     html`<option value="${value}"${value === current ? new SafeHtml(' selected') : ''}>${label}</option>`;
   return html`<div class="card"><h2>Assess audit trail</h2><form method="get" action="/dashboard/activity" class="filters">
 <div><label for="decision">Decision</label><select id="decision" name="decision">${opt('', 'Any', q.decision)}${opt('allow', 'allow', q.decision)}${opt('deny', 'deny', q.decision)}</select></div>
-<div><label for="reason">Reason</label><input id="reason" name="reason" value="${q.reason}" placeholder="e.g. sanctions_match"></div>
+<div><label for="reason">Reason</label><select id="reason" name="reason">${opt('', 'Any', q.reason)}${DECISION_REASONS.map((r) => opt(r, r, q.reason))}</select></div>
 <div><label for="kind">Identity method</label><select id="kind" name="kind">${opt('', 'Any', q.kind)}${opt('wallet', 'wallet', q.kind)}${opt('operator_token', 'operator token', q.kind)}</select></div>
 <div><label for="from">From (UTC date)</label><input id="from" name="from" type="date" value="${q.from}"></div>
 <div><label for="to">To (UTC date, inclusive)</label><input id="to" name="to" type="date" value="${q.to}"></div>
@@ -202,7 +207,8 @@ export function activityBody(
 ${rows.map((r) => html`<tr><td>${r.created_at.toISOString().slice(0, 19).replace('T', ' ')}</td><td>${r.decision}</td><td>${r.reasons.join(', ')}</td><td>${r.identity_kind}: <code>${r.identity_value.slice(0, 14)}…</code></td><td><code>${r.request_id}</code></td></tr>`)}</table>
 ${rows.length === 0 ? html`<p class="muted">No matching calls.</p>` : ''}${next ? html`<p><a href="${next}" id="next-page">Older entries</a></p>` : ''}</div>
 <div class="card"><h2>Verification sessions</h2><table id="sessions"><tr><th>Created (UTC)</th><th>Session</th><th>Status</th><th>Context</th></tr>
-${sessions.map((s) => html`<tr><td>${s.created_at.toISOString().slice(0, 19).replace('T', ' ')}</td><td><code>${s.id}</code></td><td>${s.status}</td><td>${s.context ?? ''}</td></tr>`)}</table></div>
+${sessions.map((s) => html`<tr><td>${s.created_at.toISOString().slice(0, 19).replace('T', ' ')}</td><td><code>${s.id}</code></td><td>${s.status}</td><td>${s.context ?? ''}</td></tr>`)}</table>
+${sessions.length === 0 ? html`<p class="muted">No verification sessions yet.</p>` : ''}</div>
 <div class="card"><h2 id="credentials-heading">Operator credentials</h2>
 <p class="muted">Credentials minted with your API key, and those your verification sessions delivered to operators (named by the handle your assess results and webhooks use). Latest 50; times in UTC.</p>
 ${

@@ -187,6 +187,10 @@ describe('dashboard in headless Chromium', () => {
     await page.getByLabel('Logo URL (https)').fill('http://example.com/logo.png');
     await page.getByRole('button', { name: 'Save settings' }).click();
     await expect(page.locator('#logo_url-error').textContent()).resolves.toBe('Enter an https:// URL of an image.');
+    const logo = page.getByLabel('Logo URL (https)');
+    await expect(Promise.all([logo.getAttribute('aria-invalid'), logo.getAttribute('aria-describedby')])).resolves.toEqual(['true', 'logo_url-error']);
+    expect(await page.evaluate('document.activeElement && document.activeElement.id')).toBe('logo_url');
+    await expect(page.locator('#enabled-endpoints').textContent()).resolves.toBe('assess, sessions, credentials, wallets, reputation');
     await page.getByLabel('Display name').fill('Acme <Rare> Books');
     await page.getByLabel('Support email').fill('help@acme.example');
     await page.getByLabel('Logo URL (https)').fill('https://acme.example/logo.png');
@@ -220,7 +224,7 @@ describe('dashboard in headless Chromium', () => {
     expect([row[0], row[2], row[3], row[4]]).toEqual([`${minted.prefix} ci-bot`, 'this account', 'API', 'live']);
     await shoot(page, '07-activity');
     await page.getByLabel('Decision').selectOption('deny');
-    await page.getByLabel('Reason').fill('kyc_required');
+    await page.getByLabel('Reason').selectOption('kyc_required');
     await page.getByRole('button', { name: 'Apply filters' }).click();
     const decisions = await page.locator('#audit tr td:nth-child(2)').allTextContents();
     expect(decisions).toHaveLength(50);
@@ -239,6 +243,26 @@ describe('dashboard in headless Chromium', () => {
     expect(csv[0]).toBe('time,decision,reasons,identity_kind,identity_value,request_id,signer_kind,signer_sanctions');
     expect(csv).toHaveLength(67);
     expect(csv.slice(1).every((line) => line.includes('"deny","kyc_required"'))).toBe(true);
+    // Identity method and a one-day date range: only that day's operator-token calls, newest first.
+    const day = new Date(Date.now() - 3 * 86_400_000).toISOString().slice(0, 10);
+    await page.getByLabel('Decision').selectOption('');
+    await page.getByLabel('Reason').selectOption('');
+    await page.getByLabel('Identity method').selectOption('operator_token');
+    await page.getByLabel('From (UTC date)').fill(day);
+    await page.getByLabel('To (UTC date, inclusive)').fill(day);
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    const times = await page.locator('#audit tr td:nth-child(1)').allTextContents();
+    const expected = await h.deps
+      .db('assess_audit')
+      .where({ account_id: merchant.accountId, identity_kind: 'operator_token' })
+      .whereRaw(`(created_at at time zone 'utc')::date = ?::date`, [day])
+      .count<Array<{ count: string }>>('* as count');
+    expect(times.length).toBe(Number(expected[0].count));
+    expect(times.length).toBeGreaterThan(0);
+    expect(times.every((t) => t.startsWith(day))).toBe(true);
+    expect([...times].sort().reverse()).toEqual(times);
+    expect(new Set(await page.locator('#audit tr td:nth-child(4)').allTextContents()).size).toBe(times.length);
+    expect((await page.locator('#audit tr td:nth-child(4)').allTextContents()).every((t) => t.startsWith('operator_token: '))).toBe(true);
   });
 
   it('adds a webhook endpoint and shows a delivery in its log, with send again', async () => {
