@@ -1,7 +1,8 @@
 // Live sanctions sources against a local HTTP server serving the real OFAC files (the bundled sdn.csv and
 // alt.csv): conditional refreshes answered 304, a changed file swapped in, a failing source keeping the last
-// good list (also for a new instance), SANCTIONS_MAX_AGE_HOURS failing closed, and a name-list change
-// re-screening verified operators in the background until assess denies the newly listed one.
+// good list (also for a new instance, for both lists), revalidation by date where a source sends no ETag,
+// SANCTIONS_MAX_AGE_HOURS failing closed, and a name-list change re-screening verified operators in the
+// background until assess denies the newly listed one.
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -33,6 +34,8 @@ jest.setTimeout(120_000);
 class OfacMirror {
   files = new Map<string, string>();
   failing = false;
+  /** Send no ETag, only Last-Modified (as some mirrors do), so a client can only revalidate by date. */
+  dateOnly = false;
   requests: Array<{ path: string; conditional: boolean; status: number }> = [];
   private server = http.createServer((req, res) => {
     const body = this.files.get(req.url ?? '');
@@ -44,9 +47,17 @@ class OfacMirror {
     if (this.failing) return answer(503, {}, 'maintenance');
     if (body === undefined) return answer(404);
     const etag = `"${crypto.createHash('sha1').update(body).digest('hex')}"`;
+    const lastModified = this.lastModified.get(req.url ?? '') ?? 'Fri, 03 May 2024 12:00:00 GMT';
+    if (this.dateOnly) {
+      const since = req.headers['if-modified-since'];
+      if (since && Date.parse(since) >= Date.parse(lastModified)) return answer(304, { 'Last-Modified': lastModified });
+      return answer(200, { 'Last-Modified': lastModified, 'Content-Type': 'text/csv' }, body);
+    }
     if (req.headers['if-none-match'] === etag) return answer(304, { ETag: etag });
-    answer(200, { ETag: etag, 'Last-Modified': 'Fri, 03 May 2024 12:00:00 GMT', 'Content-Type': 'text/csv' }, body);
+    answer(200, { ETag: etag, 'Last-Modified': lastModified, 'Content-Type': 'text/csv' }, body);
   });
+  /** Per-path Last-Modified dates (a fixed date otherwise). */
+  lastModified = new Map<string, string>();
   url = '';
 
   async start() {
@@ -244,5 +255,83 @@ describe('name list from live SDN.CSV + ALT.CSV sources', () => {
     const denied = await assess();
     expect(denied.body.decision).toBe('deny');
     expect(denied.body.decision_reasons).toEqual(['sanctions_flagged']);
+  });
+
+  it('keeps the last good name list through a failing source, and a new instance starts with it, never an older one', async () => {
+    const listed = { fullName: 'Diego Lastgood', dobYear: 1966, country: 'AR' };
+    mirror.files.set(
+      '/sdn.csv',
+      `${REAL_SDN.trimEnd()}\r\n99003,"LASTGOOD, Diego","individual","SDGT",-0- ,-0- ,-0- ,-0- ,-0- ,-0- ,-0- ,"DOB 1966; nationality Argentina."\r\n`,
+    );
+    expect(await h.deps.services.screening.refresh()).toBe('updated');
+    expect(h.deps.services.screening.screen(listed)).toMatchObject({ status: 'flagged', best: { uid: '99003' } });
+
+    mirror.failing = true;
+    try {
+      expect(await h.deps.services.screening.refresh()).toBe('failed');
+      expect(h.deps.services.screening.status()).toMatchObject({ last_refresh_error: expect.stringMatching(/503/) });
+      expect(h.deps.services.screening.screen(listed)).toMatchObject({ status: 'flagged', best: { uid: '99003' } });
+      // A new instance while the source is down: the newest stored list, not the bundled snapshot (which lacks 99003).
+      const fresh = await createHarness({ env: { SANCTIONS_NAME_SOURCE: `${mirror.url}/sdn.csv`, SANCTIONS_NAME_ALT_SOURCE: `${mirror.url}/alt.csv` } });
+      try {
+        await fresh.deps.services.screening.refresh();
+        expect(fresh.deps.services.screening.screen(listed)).toMatchObject({ status: 'flagged', best: { uid: '99003' } });
+        expect(fresh.deps.services.screening.freshness()).toMatchObject({
+          source: `${mirror.url}/sdn.csv`,
+          entries: h.deps.services.screening.freshness().entries,
+        });
+      } finally {
+        await fresh.close();
+      }
+    } finally {
+      mirror.failing = false;
+    }
+  });
+});
+
+describe('a source that revalidates by date only (Last-Modified, no ETag)', () => {
+  const mirror = new OfacMirror();
+  let h: Harness;
+
+  beforeAll(async () => {
+    await mirror.start();
+    mirror.dateOnly = true;
+    mirror.files.set('/sdn.csv', REAL_SDN);
+    h = await createHarness();
+  });
+  beforeEach(() => resetTables(h.deps, ['sanctions_wallet_lists']));
+  afterAll(async () => {
+    await h.close();
+    await mirror.close();
+  });
+
+  it('sends If-Modified-Since, takes a 304 as unchanged, and loads the file again once its date moves', async () => {
+    const s = new WalletSanctionsService({
+      store: h.deps.repos.walletLists,
+      pubsub: new MemoryPubSub(),
+      logger: createLogger('silent'),
+      now: () => new Date('2026-11-01T00:00:00.000Z'),
+      source: `${mirror.url}/sdn.csv`,
+      format: 'auto',
+      refreshSeconds: 3600,
+      maxAgeHours: null,
+    });
+    await s.start();
+    try {
+      expect(mirror.requests.at(-1)).toEqual({ path: '/sdn.csv', conditional: false, status: 200 });
+      expect(await s.refresh()).toBe('unchanged');
+      expect(mirror.requests.at(-1)).toEqual({ path: '/sdn.csv', conditional: true, status: 304 });
+      const added = evmAddress();
+      mirror.files.set(
+        '/sdn.csv',
+        `${REAL_SDN.trimEnd()}\r\n99004,"DATED LISTING LTD",-0- ,"CYBER2",-0- ,-0- ,-0- ,-0- ,-0- ,-0- ,-0- ,"Digital Currency Address - ETH ${added}."\r\n`,
+      );
+      mirror.lastModified.set('/sdn.csv', 'Mon, 02 Nov 2026 09:00:00 GMT');
+      expect(await s.refresh()).toBe('updated');
+      expect(mirror.requests.at(-1)).toEqual({ path: '/sdn.csv', conditional: true, status: 200 });
+      expect(s.check('evm', added.toLowerCase())).toMatchObject({ sanctioned: true, sdn_uid: '99004' });
+    } finally {
+      await s.stop();
+    }
   });
 });
