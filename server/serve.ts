@@ -37,7 +37,7 @@ export async function start(config: Config = loadConfig(), options: StartOptions
   if (demo) {
     const line = '='.repeat(72);
     process.stdout.write(
-      `\n${line}\n kya demo merchant created (Paid tier). Its API key is shown ONCE:\n\n   ${demo.apiKey}\n\n` +
+      `\n${line}\n kya demo merchant created (Paid tier). Its API key is shown ONCE:\n\n   export KYA_API_KEY=${demo.apiKey}\n\n` +
         ` Try:  curl -s ${config.publicBaseUrl}/healthz\n${line}\n\n`,
     );
   }

@@ -1,5 +1,6 @@
-// docs/quickstart.md as a test: a fresh `npm run demo` (new data directory) and the example merchant, then
-// every `curl` block of the walk-through that is followed by a JSON block is run with bash exactly as written
+// docs/quickstart.md and the README's five-minute tour as a test: a fresh `npm run demo` (new data directory)
+// and the example merchant, then every `curl` block of either page that is followed by a JSON block is run
+// with bash exactly as written
 // (localhost:3000 / :4000 pointed at this test's ports, the printed key and token exported) and its answer
 // compared with the documented one. In the documented JSON "…" is a wildcard: a string containing it matches
 // any text in its place, the value "…" matches anything, and a "…" key allows keys the page leaves out.
@@ -12,6 +13,7 @@ import { freePort } from '../support/net';
 jest.setTimeout(180_000);
 
 const DOC = fs.readFileSync(path.join(ROOT, 'docs/quickstart.md'), 'utf8');
+const README = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
 
 interface Example {
   command: string;
@@ -120,7 +122,16 @@ describe('docs/quickstart.md on a fresh demo', () => {
     ]);
   });
 
-  test.each(examples(DOC).map((e, i) => [i + 1, e.command.split('\n')[0], e] as const))('example %i answers as documented: %s', async (_i, _title, example) => {
+  test('the README has the examples this test runs', () => {
+    expect(examples(README).map((e) => /curl -s (?:-X POST )?(\S+)/.exec(e.command)![1])).toEqual([
+      'http://localhost:3000/v1/assess',
+      'http://localhost:3000/v1/assess',
+      'http://localhost:3000/v1/sessions',
+    ]);
+  });
+
+  const all = [...examples(DOC).map((e, i) => [`quickstart ${i + 1}`, e] as const), ...examples(README).map((e, i) => [`README ${i + 1}`, e] as const)];
+  test.each(all.map(([name, e]) => [name, e.command.split('\n')[0], e] as const))('%s answers as documented: %s', async (_name, _title, example) => {
     const command = example.command.replaceAll('localhost:3000', `127.0.0.1:${ports.api}`).replaceAll('localhost:4000', `127.0.0.1:${ports.shop}`);
     const r = await run('bash', ['-c', command], env);
     expect(r.stderr).toBe('');
