@@ -8,6 +8,12 @@ export interface GroupCommitOptions {
   windowMs: number;
   /** A batch is written as soon as it holds this many rows. */
   maxBatch: number;
+  /**
+   * Errors after which the rows queued behind the failed write fail with it instead of being written: they
+   * have already waited that whole write (a dependency timeout), and a second one would break the bound on an
+   * answer's time. Other errors (a constraint, a bug) fail only their own batch.
+   */
+  shedQueuedOn?: (err: unknown) => boolean;
 }
 
 interface Waiting<T, R> {
@@ -70,7 +76,8 @@ export class GroupCommit<T, R> {
           for (const w of batch) w.resolve(result);
         },
         (err) => {
-          for (const w of batch) w.reject(err);
+          const failed = this.options.shedQueuedOn?.(err) ? [...batch, ...this.queue.splice(0)] : batch;
+          for (const w of failed) w.reject(err);
         },
       )
       .finally(() => {

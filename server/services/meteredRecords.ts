@@ -3,6 +3,7 @@
 // batch. A failed batch fails its requests (503), so nothing answered is ever missing from PostgreSQL.
 import crypto from 'node:crypto';
 import { GroupCommit } from '../db/groupCommit';
+import { isPostgresOutage } from '../circuit';
 import type { AuditEntry } from '../repositories/audit';
 import type { MeteredRecordsRepository, UsageIncrement } from '../repositories/meteredRecords';
 import { USAGE_SHARDS } from '../repositories/usage';
@@ -31,7 +32,12 @@ export class MeteredRecorder {
     private readonly repo: MeteredRecordsRepository,
     options: { windowMs: number; maxBatch?: number },
   ) {
-    this.batcher = new GroupCommit((items) => this.write(items), { windowMs: options.windowMs, maxBatch: options.maxBatch ?? 500 });
+    this.batcher = new GroupCommit((items) => this.write(items), {
+      windowMs: options.windowMs,
+      maxBatch: options.maxBatch ?? 500,
+      // A batch that timed out on a hung database: the rows behind it answer 503 now, not after a second timeout.
+      shedQueuedOn: isPostgresOutage,
+    });
   }
 
   /** Queues an assess decision's audit row; its request picks the write up with `auditWritten`. */

@@ -155,6 +155,51 @@ describe('GroupCommit', () => {
     expect(batches).toEqual([[0], [1, 2, 3], [4]]);
   });
 
+  it('fails the rows queued behind a write that timed out with it, instead of making them wait a second timeout', async () => {
+    const batches: string[][] = [];
+    let fail: (err: Error) => void = () => undefined;
+    const g = new GroupCommit(
+      (items: string[]) => {
+        batches.push(items);
+        return batches.length === 1 ? new Promise<void>((_resolve, reject) => (fail = reject)) : Promise.resolve();
+      },
+      { windowMs: 0, maxBatch: 100, shedQueuedOn: isPostgresOutage },
+    );
+    const first = g.submit('a');
+    await sleep(5);
+    const queued = [g.submit('b'), g.submit('c')];
+    fail(timeout());
+    const settled = await Promise.allSettled([first, ...queued]);
+    expect(settled.map((r) => (r.status === 'rejected' ? (r.reason as Error).message : 'written'))).toEqual([
+      'Query read timeout',
+      'Query read timeout',
+      'Query read timeout',
+    ]);
+    expect(batches).toEqual([['a']]);
+    // Rows that arrive afterwards are written as usual.
+    await g.submit('d');
+    expect(batches).toEqual([['a'], ['d']]);
+  });
+
+  it('still writes the queued rows after a write failed for another reason', async () => {
+    const batches: string[][] = [];
+    let fail: (err: Error) => void = () => undefined;
+    const g = new GroupCommit(
+      (items: string[]) => {
+        batches.push(items);
+        return batches.length === 1 ? new Promise<void>((_resolve, reject) => (fail = reject)) : Promise.resolve();
+      },
+      { windowMs: 0, maxBatch: 100, shedQueuedOn: isPostgresOutage },
+    );
+    const first = g.submit('a');
+    await sleep(5);
+    const queued = [g.submit('b'), g.submit('c')];
+    fail(Object.assign(new Error('duplicate key'), { code: '23505' }));
+    await expect(first).rejects.toThrow('duplicate key');
+    await Promise.all(queued);
+    expect(batches).toEqual([['a'], ['b', 'c']]);
+  });
+
   it('drain() waits for everything submitted so far', async () => {
     const written: number[] = [];
     const g = new GroupCommit(
