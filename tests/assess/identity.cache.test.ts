@@ -43,7 +43,25 @@ describe('identity state cached per instance, invalidated on every instance', ()
     ({ apiKey: key, accountId: merchantId } = await createMerchant(a.deps));
   });
 
-  const assessOn = (h: Harness, body: object, apiKey = key) => request(h.app).post('/v1/assess').set('X-API-Key', apiKey).send(body);
+  /**
+   * Resolves once B has received everything A published so far: a marker sent on A's publishing connection
+   * (bypassing any patched publish) arrives after them, because Redis delivers one connection's messages in
+   * order. "B's very next request" means the one after the invalidation reached B, not one racing it.
+   */
+  let markers = 0;
+  const waiting = new Map<string, () => void>();
+  async function deliveredToB(): Promise<void> {
+    const id = String(++markers);
+    const arrived = new Promise<void>((resolve) => waiting.set(id, resolve));
+    await a.deps.redis!.publish(`${a.prefix}test:marker`, id);
+    await arrived;
+  }
+  beforeAll(() => b.deps.pubsub.subscribe('test:marker', (id) => waiting.get(id)?.()));
+
+  const assessOn = async (h: Harness, body: object, apiKey = key) => {
+    if (h === b) await deliveredToB();
+    return request(h.app).post('/v1/assess').set('X-API-Key', apiKey).send(body);
+  };
 
   /** An operator verified through the sandbox KYC on A, and a way to claim wallets in its session. */
   async function verifiedOperator(fullName = 'Alice Example') {
