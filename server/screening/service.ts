@@ -387,10 +387,11 @@ export class ScreeningService {
       await this.operators.recordScreening({ id: accountId, status: 'flagged', checkedAt, match }, trx);
       if (!current || current.sanctions_status === 'flagged') return;
       for (const concerned of await events.concerned(accountId, trx)) {
-        await events.webhooks.emit(trx, concerned, 'operator.sanctions_flagged', {
+        const data = {
           operator_handle: concerned === accountId ? null : operatorHandle(this.config.serverSecret, accountId, concerned),
           checked_at: checkedAt.toISOString(),
-        });
+        };
+        await events.webhooks.emit({ accountId: concerned, type: 'operator.sanctions_flagged', data }, trx);
       }
     });
   }

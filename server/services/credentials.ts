@@ -162,12 +162,13 @@ export class CredentialsService {
         { credentialId: credential.id, accountId: input.accountId, refreshTokenIds: [...chain], at: this.now() },
         trx,
       );
-      await this.webhooks?.emit(trx, input.accountId, 'credential.revoked', {
+      const data = {
         credential_id: credential.id,
         prefix: credential.prefix,
         revoked_credential_ids: revoked.credentialIds,
         revoked_at: this.now().toISOString(),
-      });
+      };
+      await this.webhooks?.emit({ accountId: input.accountId, type: 'credential.revoked', data }, trx);
       return { id: credential.id, ...revoked };
     });
     if (result) {

@@ -4,9 +4,16 @@ import type { WebhookEventType } from '../../shared/webhookSignature';
 import { operatorHandle } from '../crypto';
 import type { SessionRow } from '../repositories/sessions';
 
+/** One event for one merchant account. */
+export interface WebhookEventInput {
+  accountId: string;
+  type: WebhookEventType;
+  data: Record<string, unknown>;
+}
+
 export interface WebhookEmitter {
   /** Records the event inside `trx` (it is delivered only if the transaction commits). */
-  emit(trx: Knex.Transaction, accountId: string, type: WebhookEventType, data: Record<string, unknown>): Promise<void>;
+  emit(event: WebhookEventInput, trx: Knex.Transaction): Promise<void>;
 }
 
 const SESSION_EVENTS: Partial<Record<SessionRow['status'], WebhookEventType>> = {
@@ -25,12 +32,14 @@ export async function emitSessionEvent(
 ): Promise<void> {
   const type = row && SESSION_EVENTS[row.status];
   if (!webhooks || !row || !type || !row.merchant_account_id) return;
-  await webhooks.emit(trx, row.merchant_account_id, type, {
+  const accountId = row.merchant_account_id;
+  const data = {
     session_id: row.id,
     status: row.status,
     context: row.context,
     // The merchant's pairwise handle for the operator, as the API returns it: never the internal id.
-    operator_handle: row.operator_account_id ? operatorHandle(serverSecret, row.operator_account_id, row.merchant_account_id) : null,
+    operator_handle: row.operator_account_id ? operatorHandle(serverSecret, row.operator_account_id, accountId) : null,
     completed_at: (row.completed_at ?? row.expires_at).toISOString(),
-  });
+  };
+  await webhooks.emit({ accountId, type, data }, trx);
 }

@@ -12,6 +12,7 @@ import { FetchRefusedError, SafeHttpFetcher, isPublicAddress, type HttpFetcher }
 import { decryptJson, encryptJson, randomBase62 } from '../crypto';
 import { WEBHOOK_EVENT_TYPES, WEBHOOK_SIGNATURE_HEADER, signatureHeader, type WebhookEvent, type WebhookEventType } from '../../shared/webhookSignature';
 import type { WebhookEndpointRow, WebhooksRepository } from '../repositories/webhooks';
+import type { WebhookEventInput } from './events';
 
 const DELIVER_JOB = 'webhooks.deliver';
 const SWEEP_JOB = 'webhooks.sweep';
@@ -97,7 +98,7 @@ export class WebhookService {
   // ---- the outbox ----
 
   /** Records an event for `accountId` inside `trx`; its deliveries are queued once the transaction commits. */
-  async emit(trx: Knex.Transaction, accountId: string, type: WebhookEventType, data: Record<string, unknown>): Promise<void> {
+  async emit({ accountId, type, data }: WebhookEventInput, trx: Knex.Transaction): Promise<void> {
     const id = 'evt_' + randomBase62(24);
     const ids = await this.repo.recordEvent({ id, accountId, type, data, at: this.now() }, trx);
     if (ids.length === 0) return;

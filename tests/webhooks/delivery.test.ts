@@ -132,7 +132,7 @@ describe('webhook deliveries', () => {
     const m = await merchantWithEndpoint([200]);
     await expect(
       h.deps.db.transaction(async (trx) => {
-        await h.deps.services.webhooks.emit(trx, m.accountId, 'session.verified', { session_id: 'vs_x' });
+        await h.deps.services.webhooks.emit({ accountId: m.accountId, type: 'session.verified', data: { session_id: 'vs_x' } }, trx);
         throw new Error('boom');
       }),
     ).rejects.toThrow('boom');
@@ -243,7 +243,9 @@ describe('webhook deliveries in production mode', () => {
       eventTypes: ['session.verified'],
       secretEncrypted: encryptJson(h.deps.config.piiKey, 'whsec_x'),
     });
-    await h.deps.db.transaction((trx) => h.deps.services.webhooks.emit(trx, m.accountId, 'session.verified', { session_id: 'vs_x' }));
+    await h.deps.db.transaction((trx) =>
+      h.deps.services.webhooks.emit({ accountId: m.accountId, type: 'session.verified', data: { session_id: 'vs_x' } }, trx),
+    );
     await eventually(async () => (await attemptsOf(h, endpoint.id)).length === 1, 10_000);
     expect(await attemptsOf(h, endpoint.id)).toEqual([{ status_code: null, error: 'private_address: localhost resolves to a non-public address' }]);
     expect(receiver.received).toEqual([]);
