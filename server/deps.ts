@@ -167,14 +167,26 @@ export interface DepsOverrides {
   webhookFetcher?: HttpFetcher;
 }
 
+/** Statement bound of the bulk pool (storing or reading a whole sanctions list). */
+const BULK_TIMEOUT_MS = 30_000;
+
 export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
   const logger = overrides.logger ?? createLogger(config.logLevel);
   const clock = overrides.clock ?? systemClock;
   const prefix = overrides.redisPrefix ?? config.redisPrefix;
   const lifecycle = new Lifecycle();
 
-  const db = createDb(config, { logger, onConnectionError: (err) => logger.warn({ err: err.message }, 'database connection error') });
+  const onConnectionError = (err: Error) => logger.warn({ err: err.message }, 'database connection error');
+  const db = createDb(config, { logger, onConnectionError });
   lifecycle.onStop('database', () => db.destroy());
+  // Storing and reading a whole sanctions list (megabytes of JSON) is background work: it gets its own small
+  // pool with a generous bound instead of the request path's DEPENDENCY_TIMEOUT_MS. Embedded: the one PGlite.
+  let bulkDb = db;
+  if (config.databaseUrl) {
+    const bulk = createDb(config, { logger, onConnectionError, timeoutMs: BULK_TIMEOUT_MS, poolMax: 2 });
+    lifecycle.onStop('database (bulk)', () => bulk.destroy());
+    bulkDb = bulk;
+  }
   const circuits: Deps['circuits'] = { postgres: null, redis: null };
   if (config.databaseUrl) {
     circuits.postgres = postgresCircuit(config, logger);
@@ -240,8 +252,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     // assess
     operatorLookup: new OperatorLookupRepository(db),
     audit: new AuditRepository(db),
-    walletLists: new SanctionsWalletListsRepository(db),
-    nameLists: new SanctionsNameListsRepository(db),
+    walletLists: new SanctionsWalletListsRepository(db, bulkDb),
+    nameLists: new SanctionsNameListsRepository(db, bulkDb),
     // sessions
     refreshTokens: new RefreshTokensRepository(db),
     operators: new OperatorsRepository(db),

@@ -26,6 +26,10 @@ export interface DbOptions {
    * minutes (an index on a large table), whereas request-path queries must fail fast. Default false.
    */
   unbounded?: boolean;
+  /** Time bound of a statement, instead of DEPENDENCY_TIMEOUT_MS (bulk background writes: the sanctions lists). */
+  timeoutMs?: number;
+  /** Pool size, instead of DB_POOL_MAX. */
+  poolMax?: number;
   /** Where knex's own warnings go (e.g. "Acquire connection error"); default: knex prints to the console. */
   logger?: Pick<Logger, 'warn' | 'error' | 'debug'>;
 }
@@ -42,7 +46,7 @@ function knexLog(logger: DbOptions['logger']): Knex.Config['log'] | undefined {
 
 export function createDb(config: Config, options: DbOptions = {}): Db {
   if (config.databaseUrl) {
-    const timeout = config.dependencyTimeoutMs;
+    const timeout = options.timeoutMs ?? config.dependencyTimeoutMs;
     // Bounded waits: no request hangs on a dead or hung database (503 api_error instead). Postgres cancels
     // a slow statement itself slightly before the client gives up on a server that stopped answering.
     const bounds = options.unbounded ? {} : { statement_timeout: Math.max(timeout - 100, 100), query_timeout: timeout };
@@ -58,7 +62,7 @@ export function createDb(config: Config, options: DbOptions = {}): Db {
       log: knexLog(options.logger),
       pool: {
         min: 0,
-        max: config.dbPoolMax,
+        max: options.poolMax ?? config.dbPoolMax,
         idleTimeoutMillis: 30_000,
         // A dropped connection emits 'error' on the client; without a listener it would kill the process.
         afterCreate(conn: pg.Client, done: (err: Error | null, conn: pg.Client) => void) {

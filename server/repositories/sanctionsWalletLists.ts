@@ -23,12 +23,16 @@ export interface StoredListRow extends StoredListInfo {
 }
 
 export class SanctionsWalletListsRepository {
-  constructor(private readonly db: Knex) {}
+  /** `bulk`: the pool for writing and reading whole lists (a longer statement bound); defaults to `db`. */
+  constructor(
+    private readonly db: Knex,
+    private readonly bulk: Knex = db,
+  ) {}
 
   /** Persists `list` as the newest and prunes all but the newest few, in one transaction. */
   async save(input: { list: WalletList; checkedAt?: Date }, trx?: Knex.Transaction): Promise<number> {
     const { list, checkedAt = list.meta.loadedAt } = input;
-    return (trx ?? this.db).transaction(async (tx) => {
+    return (trx ?? this.bulk).transaction(async (tx) => {
       const [row] = await tx('sanctions_wallet_lists')
         .insert({
           source: list.meta.source,
@@ -64,6 +68,6 @@ export class SanctionsWalletListsRepository {
 
   /** The newest persisted list with its entries. */
   async latest(trx?: Knex.Transaction): Promise<StoredListRow | undefined> {
-    return (trx ?? this.db)<StoredListRow>('sanctions_wallet_lists').orderBy('id', 'desc').first();
+    return (trx ?? this.bulk)<StoredListRow>('sanctions_wallet_lists').orderBy('id', 'desc').first();
   }
 }

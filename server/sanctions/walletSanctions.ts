@@ -177,6 +177,8 @@ export class WalletSanctionsService {
     const loaded = await loadSource(source, format, this.fetchImpl, sameSource && !opts.force ? (current?.meta.validators ?? null) : null);
     if (loaded === 'not_modified' || (!opts.force && sameSource && current?.meta.sha256 === loaded.sha256)) {
       await this.confirm();
+      // The list in use was never stored (the write failed last time): store it now, so new instances get it.
+      if (opts.persist && current && this.currentId === null) await this.persist(current, false);
       return 'unchanged';
     }
     // An empty list is far more likely a broken download than OFAC delisting everyone.
@@ -192,23 +194,29 @@ export class WalletSanctionsService {
     this.current = list; // atomic swap: readers see the old list or the new one, never a mix
     this.checkedAt = list.meta.loadedAt;
     this.currentId = null;
-    if (opts.persist) {
-      try {
-        const stored = await this.store.latestInfo();
-        if (opts.force || stored?.sha256 !== list.meta.sha256 || stored.source !== source) {
-          this.currentId = await this.store.save({ list });
-          await this.pubsub.publish(RELOAD_CHANNEL, String(this.currentId)).catch(() => undefined);
-        } else {
-          this.currentId = stored.id;
-          await this.store.touch({ id: stored.id, checkedAt: list.meta.loadedAt });
-        }
-      } catch (err) {
-        if (opts.force) throw err;
-        this.logger.warn({ err: (err as Error).message }, 'could not persist the wallet sanctions list; it is in memory only');
-      }
-    }
+    if (opts.persist) await this.persist(list, opts.force ?? false);
     this.logger.info({ source, entries: list.size, families: list.counts(), as_of: this.asOf()?.toISOString() }, 'wallet sanctions list loaded');
     return 'updated';
+  }
+
+  /**
+   * Stores the list (unless the newest stored one is the same) and tells every instance to reload. A failure
+   * leaves the list in memory only; the next refresh tries again. `force` (admin load) throws instead.
+   */
+  private async persist(list: WalletList, force: boolean): Promise<void> {
+    try {
+      const stored = await this.store.latestInfo();
+      if (force || stored?.sha256 !== list.meta.sha256 || stored.source !== list.meta.source) {
+        this.currentId = await this.store.save({ list });
+        await this.pubsub.publish(RELOAD_CHANNEL, String(this.currentId)).catch(() => undefined);
+      } else {
+        this.currentId = stored.id;
+        await this.store.touch({ id: stored.id, checkedAt: list.meta.loadedAt });
+      }
+    } catch (err) {
+      if (force) throw err;
+      this.logger.warn({ err: (err as Error).message }, 'could not persist the wallet sanctions list; it is in memory only until the next refresh');
+    }
   }
 
   /** The source confirmed the list in use: its fetch-time age restarts (persisted for other instances). */

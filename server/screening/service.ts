@@ -208,6 +208,8 @@ export class ScreeningService {
     if (fetched === 'not_modified' || (sameSource && fetched.sha256 === current.sha256)) {
       this.checkedAt = this.now();
       if (this.listId !== null) await this.store.touch({ id: this.listId, checkedAt: this.checkedAt }).catch(() => undefined);
+      // The list in use was never stored (the write failed last time): store it now, and re-screen with it.
+      else if (persist && current && sameSource) await this.persist(current);
       return 'unchanged';
     }
     const loadedAt = this.now();
@@ -224,24 +226,33 @@ export class ScreeningService {
     this.checkedAt = loadedAt;
     this.listId = null;
     this.logger.info({ source, entries: fetched.entries.length, as_of: this.asOf()?.toISOString() }, 'sanctions name list loaded');
-    if (!persist) return 'updated';
+    if (persist) await this.persist(this.list);
+    return 'updated';
+  }
+
+  /**
+   * Stores the list (unless the newest stored one is the same), tells every instance to reload, and queues the
+   * re-screen a changed list calls for. A failure leaves the list in memory only; the next refresh tries again.
+   */
+  private async persist(list: CurrentList): Promise<void> {
+    const { source, altSource, sha256 } = list;
     try {
       const stored = await this.store.latestInfo();
-      if (stored && stored.sha256 === fetched.sha256 && stored.source === source) {
+      if (stored && stored.sha256 === sha256 && stored.source === source) {
         this.listId = stored.id;
-        await this.store.touch({ id: stored.id, checkedAt: loadedAt });
-        return 'updated';
+        await this.store.touch({ id: stored.id, checkedAt: list.loadedAt });
+        return;
       }
       this.listId = await this.store.save({
         record: {
           source,
           altSource,
-          sha256: fetched.sha256,
-          publishedAt: fetched.publishedAt,
-          loadedAt,
-          validators: fetched.validators,
-          entries: source === BUNDLED ? null : fetched.entries,
-          entryCount: fetched.entries.length,
+          sha256,
+          publishedAt: list.publishedAt,
+          loadedAt: list.loadedAt,
+          validators: list.validators,
+          entries: source === BUNDLED ? null : list.entries,
+          entryCount: list.entries.length,
         },
       });
       await this.pubsub.publish(RELOAD_CHANNEL, String(this.listId)).catch(() => undefined);
@@ -249,13 +260,12 @@ export class ScreeningService {
       // version without lists): every verified operator is screened against it. The instance that stored it
       // queues the job, once. A change of source is re-screened on demand (`screening rescreen`).
       if (this.queueRescreens && (!stored || stored.source === source)) {
-        await this.jobs.add(RESCREEN_JOB, { sha256: fetched.sha256 }, { jobId: `rescreen:${fetched.sha256.slice(0, 16)}` });
+        await this.jobs.add(RESCREEN_JOB, { sha256 }, { jobId: `rescreen:${sha256.slice(0, 16)}` });
         this.logger.info({ source }, 'sanctions name list changed; re-screening every verified operator in the background');
       }
     } catch (err) {
-      this.logger.warn({ err: (err as Error).message }, 'could not persist the sanctions name list; it is in memory only');
+      this.logger.warn({ err: (err as Error).message }, 'could not persist the sanctions name list; it is in memory only until the next refresh');
     }
-    return 'updated';
   }
 
   /** Adopts the newest persisted list when it differs from (and is not older than) the one in memory. */

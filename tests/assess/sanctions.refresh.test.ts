@@ -289,6 +289,74 @@ describe('name list from live SDN.CSV + ALT.CSV sources', () => {
   });
 });
 
+describe('a fetched list that could not be stored', () => {
+  const mirror = new OfacMirror();
+  beforeAll(async () => {
+    await mirror.start();
+    mirror.files.set('/sdn.csv', REAL_SDN);
+    mirror.files.set('/alt.csv', REAL_ALT);
+  });
+  afterAll(() => mirror.close());
+
+  /** Makes the next `save` of a repository fail as a timed-out statement would. */
+  function failNextSave(repo: { save: (...args: never[]) => Promise<number> }) {
+    const original = repo.save.bind(repo);
+    repo.save = (async () => {
+      repo.save = original;
+      throw Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
+    });
+  }
+
+  it('is stored, and re-screened against, on the next refresh even though the source answers 304', async () => {
+    const h = await createHarness({ env: { SANCTIONS_NAME_SOURCE: `${mirror.url}/sdn.csv`, SANCTIONS_NAME_ALT_SOURCE: `${mirror.url}/alt.csv` } });
+    try {
+      await h.deps.services.screening.refresh();
+      mirror.files.set('/sdn.csv', `${REAL_SDN.trimEnd()}\r\n99005,"UNSTORED, Ines","individual","SDGT",-0- ,-0- ,-0- ,-0- ,-0- ,-0- ,-0- ,-0- \r\n`);
+      failNextSave(h.deps.repos.nameLists);
+      const queued = jest.spyOn(h.deps.jobs, 'add');
+      expect(await h.deps.services.screening.refresh()).toBe('updated');
+      expect((await h.deps.repos.nameLists.latestInfo())?.entry_count).not.toBe(h.deps.services.screening.freshness().entries);
+      expect(queued).not.toHaveBeenCalled();
+
+      expect(await h.deps.services.screening.refresh()).toBe('unchanged');
+      expect(mirror.requests.slice(-2).map((r) => r.status)).toEqual([304, 304]);
+      const stored = await h.deps.repos.nameLists.latestInfo();
+      expect(stored).toMatchObject({ source: `${mirror.url}/sdn.csv`, entry_count: h.deps.services.screening.freshness().entries });
+      expect((await h.deps.repos.nameLists.entries({ id: stored!.id }))!.some((e) => e.uid === '99005')).toBe(true);
+      expect(queued).toHaveBeenCalledWith('screening.rescreen', { sha256: stored!.sha256 }, expect.anything());
+    } finally {
+      mirror.files.set('/sdn.csv', REAL_SDN);
+      await h.close();
+    }
+  });
+
+  it('is stored on the next refresh for the wallet list too', async () => {
+    const h = await createHarness();
+    try {
+      await resetTables(h.deps, ['sanctions_wallet_lists']);
+      const s = new WalletSanctionsService({
+        store: h.deps.repos.walletLists,
+        pubsub: new MemoryPubSub(),
+        logger: createLogger('silent'),
+        now: () => new Date(),
+        source: `${mirror.url}/sdn.csv`,
+        format: 'auto',
+        refreshSeconds: 3600,
+        maxAgeHours: null,
+      });
+      failNextSave(h.deps.repos.walletLists);
+      await s.start();
+      expect(s.check('evm', LAZARUS_ETH.toLowerCase())).toMatchObject({ sanctioned: true });
+      expect(await h.deps.repos.walletLists.latestInfo()).toBeUndefined();
+      expect(await s.refresh()).toBe('unchanged');
+      expect(await h.deps.repos.walletLists.latestInfo()).toMatchObject({ source: `${mirror.url}/sdn.csv`, entry_count: s.status().entries });
+      await s.stop();
+    } finally {
+      await h.close();
+    }
+  });
+});
+
 describe('a source that revalidates by date only (Last-Modified, no ETag)', () => {
   const mirror = new OfacMirror();
   let h: Harness;
