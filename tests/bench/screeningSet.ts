@@ -6,7 +6,8 @@ import { Faker, de, en, es, es_MX, fr, it, nl, pl, pt_BR, sv, tr, vi, base } fro
 import { bundledNames } from '../../server/sanctions/bundled';
 import { parseSdnCsv, type NameEntry } from '../../server/screening/nameList';
 import { NameIndex, type ScreeningSubject } from '../../server/screening/nameIndex';
-import { normaliseName, nameTokens } from '../../server/screening/match';
+import { jaroWinkler, normaliseName, nameTokens } from '../../server/screening/match';
+import soundex from 'talisman/phonetics/soundex';
 import { COUNTRIES } from '../../server/screening/countries';
 
 export type Variant = 'exact' | 'case_diacritics' | 'token_order' | 'missing_middle' | 'extra_middle' | 'transliteration' | 'typo1' | 'typo2' | 'alias';
@@ -23,6 +24,8 @@ export interface BenchOptions {
   negatives: number;
   seed: number;
   thresholds: number[];
+  /** Also score the set with the Soundex baseline (OFAC's published approach) for comparison. */
+  baseline?: boolean;
 }
 
 export interface ThresholdFigures {
@@ -58,6 +61,7 @@ export interface BenchResult {
   cpu_p50_ms: number;
   cpu_p99_ms: number;
   figures: ThresholdFigures[];
+  baseline?: Array<{ threshold: number; recall: number; recall_same_entry: number; fpr: number; precision: number }>;
   misses: Array<{ name: string; variant: string; best: string | null; score: number | null }>;
   false_positives: Array<{ name: string; best: string; score: number }>;
 }
@@ -288,6 +292,80 @@ export function buildLabelledSet(entries: readonly NameEntry[], options: { posit
   return out;
 }
 
+/**
+ * The approach OFAC's own Sanctions List Search describes, as a baseline to compare with: name parts compared
+ * in order (the name as listed, and every reordered form and alias the list holds), each part scoring its
+ * Jaro-Winkler similarity or 1 when the Soundex codes agree, averaged over the longer name; the same qualifier
+ * penalty as kya's matcher. Candidates are the names sharing a Soundex code with the query.
+ */
+export class SoundexBaseline {
+  private readonly names: Array<{ entry: number; tokens: string[]; codes: string[] }> = [];
+  private readonly postings = new Map<string, number[]>();
+
+  constructor(private readonly entries: readonly NameEntry[]) {
+    entries.forEach((entry, e) => {
+      for (const normalised of entry.names) {
+        const tokens = nameTokens(normalised);
+        if (!tokens.length) continue;
+        const id = this.names.push({ entry: e, tokens, codes: tokens.map((t) => soundex(t)) }) - 1;
+        for (const code of new Set(this.names[id].codes)) {
+          const list = this.postings.get(code);
+          if (list) list.push(id);
+          else this.postings.set(code, [id]);
+        }
+      }
+    });
+  }
+
+  best(subject: ScreeningSubject): { uid: string; score: number } | null {
+    const tokens = nameTokens(normaliseName(subject.fullName));
+    const codes = tokens.map((t) => soundex(t));
+    const candidates = new Set<number>();
+    for (const code of codes) for (const id of this.postings.get(code) ?? []) candidates.add(id);
+    let best: { uid: string; score: number } | null = null;
+    for (const id of candidates) {
+      const name = this.names[id];
+      const n = Math.max(tokens.length, name.tokens.length);
+      let sum = 0;
+      for (let i = 0; i < Math.min(tokens.length, name.tokens.length); i++) sum += codes[i] === name.codes[i] ? 1 : jaroWinkler(tokens[i], name.tokens[i]);
+      const entry = this.entries[name.entry];
+      const dobMismatch = subject.dobYear !== null && entry.dobYears.length > 0 && !entry.dobYears.includes(subject.dobYear);
+      const countryMismatch = subject.country !== null && entry.countries.length > 0 && !entry.countries.includes(subject.country);
+      const score = sum / n - (dobMismatch ? 0.1 : 0) - (countryMismatch ? 0.1 : 0);
+      if (!best || score > best.score) best = { uid: entry.uid, score };
+    }
+    return best;
+  }
+}
+
+/** Recall and false-positive rate of the Soundex baseline on the same labelled set, at each threshold. */
+export function baselineFigures(
+  entries: readonly NameEntry[],
+  set: readonly LabelledName[],
+  thresholds: number[],
+): Array<{ threshold: number; recall: number; recall_same_entry: number; fpr: number; precision: number }> {
+  const baseline = new SoundexBaseline(entries);
+  const results = set.map((item) => ({ item, best: baseline.best(item.subject) }));
+  return thresholds.map((threshold) => {
+    let tp = 0;
+    let same = 0;
+    let fn = 0;
+    let fp = 0;
+    let tn = 0;
+    for (const { item, best } of results) {
+      const flagged = Boolean(best && best.score >= threshold);
+      if (item.listedUid) {
+        if (flagged) {
+          tp++;
+          if (best!.uid === item.listedUid) same++;
+        } else fn++;
+      } else if (flagged) fp++;
+      else tn++;
+    }
+    return { threshold, recall: tp / (tp + fn), recall_same_entry: same / (tp + fn), fpr: fp / (fp + tn), precision: tp + fp ? tp / (tp + fp) : 1 };
+  });
+}
+
 function percentile(sorted: number[], p: number): number {
   if (!sorted.length) return 0;
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
@@ -365,7 +443,15 @@ export function runScreeningBench(options: BenchOptions): BenchResult {
     };
   });
   const threshold = options.thresholds[Math.floor(options.thresholds.length / 2)];
+  const baseline = options.baseline
+    ? baselineFigures(
+        entries.filter((e) => e.type !== 'entity'),
+        set,
+        options.thresholds,
+      )
+    : undefined;
   return {
+    baseline,
     positives: set.filter((s) => s.listedUid).length,
     negatives: set.filter((s) => !s.listedUid).length,
     list_entries: screened,
