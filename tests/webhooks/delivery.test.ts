@@ -6,7 +6,7 @@ import path from 'node:path';
 import request from 'supertest';
 import { verifyWebhook } from '../../middleware';
 import { encryptJson } from '../../server/crypto';
-import { createHarness, createMerchant, resetTables, type Harness } from '../support/harness';
+import { createHarness, createMerchant, resetTables, TestClock, type Harness } from '../support/harness';
 import { ALICE, FIXTURES, SESSION_TABLES, completeKyc, createSession } from '../sessions/support';
 import { verifyAccount } from '../credentials/fixtures';
 import { startReceiver, type Receiver } from './receiver';
@@ -88,6 +88,37 @@ describe('webhook deliveries', () => {
       { status_code: 200, error: null },
     ]);
     expect((await h.deps.services.webhooks.deliveries(m.accountId, m.endpoint.id))[0]).toMatchObject({ attempts: 3, last_status_code: 200 });
+  });
+
+  it('gives a delivery up once its next attempt would fall outside the retry window (WEBHOOK_MAX_AGE_HOURS)', async () => {
+    const clock = new TestClock(new Date());
+    const timed = await createHarness({ env: { ...FAST, WEBHOOK_RETRY_BASE_MS: '500', WEBHOOK_MAX_AGE_HOURS: '72' }, overrides: { clock } });
+    const failing = await startReceiver([500]);
+    try {
+      const m = await createMerchant(timed.deps, { tier: 'enterprise' });
+      const { endpoint } = await timed.deps.services.webhooks.addEndpoint(m.accountId, { url: failing.url, eventTypes: ['session.verified'] });
+      await timed.deps.db.transaction((trx) =>
+        timed.deps.services.webhooks.emit({ accountId: m.accountId, type: 'session.verified', data: { session_id: 'vs_window' } }, trx),
+      );
+      await eventually(async () => {
+        const [d] = await timed.deps.services.webhooks.deliveries(m.accountId, endpoint.id);
+        return d?.status === 'pending' && d.attempts === 1;
+      }, 10_000);
+      // The first retry is due 500 ms later: by then, three days and a minute have passed on the service's clock.
+      clock.advance(72 * 3_600_000 + 60_000);
+      await failing.waitFor(2);
+      const given = await eventually(async () => {
+        const [d] = await timed.deps.services.webhooks.deliveries(m.accountId, endpoint.id);
+        return d?.status === 'failed' ? d : null;
+      }, 10_000);
+      expect(given).toMatchObject({ status: 'failed', attempts: 2, last_status_code: 500 });
+      // No attempt after giving up: the next would have been due 1 s later.
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(failing.received).toHaveLength(2);
+    } finally {
+      await failing.close();
+      await timed.close();
+    }
   });
 
   it('sends only the event types an endpoint chose', async () => {
