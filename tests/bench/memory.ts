@@ -127,8 +127,13 @@ async function main() {
     process.stdout.write(JSON.stringify({ ...result, node_flags: flags.join(' ') }) + '\n');
     if (failed > 0 || afterCalls.rss_mb > BUDGET_MB) process.exitCode = 1;
   } finally {
-    child.kill('SIGTERM');
-    await new Promise((r) => child.once('exit', r));
+    // A server that already exited (a failed start) emits no second 'exit': waiting for one would let the
+    // event loop drain and end this script silently with status 0.
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    }
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }
