@@ -301,10 +301,10 @@ describe('a fetched list that could not be stored', () => {
   /** Makes the next `save` of a repository fail as a timed-out statement would. */
   function failNextSave(repo: { save: (...args: never[]) => Promise<number> }) {
     const original = repo.save.bind(repo);
-    repo.save = (async () => {
+    repo.save = async () => {
       repo.save = original;
       throw Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
-    });
+    };
   }
 
   it('is stored, and re-screened against, on the next refresh even though the source answers 304', async () => {
