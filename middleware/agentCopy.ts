@@ -2,6 +2,7 @@
 // are passed through unchanged). Waits are parameters: the Retry-After the denial sends, the proof lifetime the
 // challenge states, so the text never disagrees with the headers and fields next to it.
 import { durationText } from '../shared/duration';
+import { retryWithBackoffAdvice } from '../shared/retryAdvice';
 import type { ParsedAddress } from '../shared/address';
 import type { InfraReason } from './core';
 
@@ -13,20 +14,12 @@ export interface GateInstructions {
 
 /** The default Retry-After of a gate 503 when the identity server sent none. */
 export const DEFAULT_RETRY_AFTER_SECONDS = 5;
-/** The longest wait the backoff advice lets an agent reach before it keeps retrying at that pace. */
-const MAX_BACKOFF_SECONDS = 30;
-
 /** For a 503 the agent may retry: wait what Retry-After says, back off, and give up telling the user after a few minutes. */
 export function retryWithBackoff(retryAfterSeconds: number): GateInstructions {
-  return {
-    action: 'retry_with_backoff',
-    steps: [
-      `Wait ${durationText(retryAfterSeconds)}, then retry the same request.`,
-      `Double the wait after each failure, up to ${durationText(Math.max(MAX_BACKOFF_SECONDS, retryAfterSeconds))}.`,
-      'If it still fails after 5 minutes, tell the user the merchant cannot verify identity right now.',
-    ],
-    user_message: 'The merchant cannot check identity right now. Retrying shortly.',
-  };
+  return retryWithBackoffAdvice(retryAfterSeconds, {
+    giveUp: 'the merchant cannot verify identity right now',
+    userMessage: 'The merchant cannot check identity right now. Retrying shortly.',
+  });
 }
 
 export const CONTACT_MERCHANT: GateInstructions = {

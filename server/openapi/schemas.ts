@@ -4,6 +4,7 @@
 import { CHAINS } from '../../shared/chains';
 import { POLICY_RULES } from '../../shared/policy';
 import { REPUTATION_FIELDS } from '../../shared/reputationFields';
+import { DECISION_REASONS } from '../../shared/types';
 
 export type Schema = Record<string, unknown>;
 
@@ -37,17 +38,6 @@ export function obj(required: Record<string, Schema>, optional: Record<string, S
 
 /** Free-form guidance for agents (its keys may grow without notice). */
 const openObject = (description: string): Schema => ({ type: 'object', additionalProperties: true, description });
-
-const DECISION_REASONS = [
-  'no_policy_applied',
-  'kyc_required',
-  'kyc_pending',
-  'kyc_failed',
-  'sanctions_flagged',
-  'sanctions_check_unavailable',
-  'age_insufficient',
-  'jurisdiction_restricted',
-];
 
 const agentInstructions = obj({ action: str(), steps: arr(str()), user_message: str() });
 const nextStepsRef = ref('NextSteps');

@@ -4,23 +4,16 @@
 // disagrees with the behaviour.
 import type { AgentInstructions } from '../../shared/errors';
 import { durationText } from '../../shared/duration';
+import { retryWithBackoffAdvice } from '../../shared/retryAdvice';
 
 export { durationText };
 
-/** The longest wait the backoff advice lets an agent reach before it keeps retrying at that pace. */
-const MAX_BACKOFF_SECONDS = 30;
-
 /** For a 503: wait what Retry-After says, back off, and give up telling the user after a few minutes. */
 export function retryWithBackoff(retryAfterSeconds: number): AgentInstructions {
-  return {
-    action: 'retry_with_backoff',
-    steps: [
-      `Wait ${durationText(retryAfterSeconds)}, then retry the same request.`,
-      `Double the wait after each failure, up to ${durationText(Math.max(MAX_BACKOFF_SECONDS, retryAfterSeconds))}.`,
-      'If it still fails after 5 minutes, tell the user the identity service is unavailable.',
-    ],
-    user_message: 'The identity service is temporarily unavailable. Retrying shortly.',
-  };
+  return retryWithBackoffAdvice(retryAfterSeconds, {
+    giveUp: 'the identity service is unavailable',
+    userMessage: 'The identity service is temporarily unavailable. Retrying shortly.',
+  });
 }
 
 export const sessionCopy = {

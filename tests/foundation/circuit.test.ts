@@ -155,7 +155,8 @@ describe('GroupCommit', () => {
     expect(batches).toEqual([[0], [1, 2, 3], [4]]);
   });
 
-  it('fails the rows queued behind a write that timed out with it, instead of making them wait a second timeout', async () => {
+  /** A group commit whose first write hangs until `fail` is called; later writes succeed. 'a' is in that write, 'b' and 'c' queued. */
+  async function firstWriteFailing() {
     const batches: string[][] = [];
     let fail: (err: Error) => void = () => undefined;
     const g = new GroupCommit(
@@ -168,6 +169,11 @@ describe('GroupCommit', () => {
     const first = g.submit('a');
     await sleep(5);
     const queued = [g.submit('b'), g.submit('c')];
+    return { g, batches, first, queued, fail: (err: Error) => fail(err) };
+  }
+
+  it('fails the rows queued behind a write that timed out with it, instead of making them wait a second timeout', async () => {
+    const { g, batches, first, queued, fail } = await firstWriteFailing();
     fail(timeout());
     const settled = await Promise.allSettled([first, ...queued]);
     expect(settled.map((r) => (r.status === 'rejected' ? (r.reason as Error).message : 'written'))).toEqual([
@@ -182,18 +188,7 @@ describe('GroupCommit', () => {
   });
 
   it('still writes the queued rows after a write failed for another reason', async () => {
-    const batches: string[][] = [];
-    let fail: (err: Error) => void = () => undefined;
-    const g = new GroupCommit(
-      (items: string[]) => {
-        batches.push(items);
-        return batches.length === 1 ? new Promise<void>((_resolve, reject) => (fail = reject)) : Promise.resolve();
-      },
-      { windowMs: 0, maxBatch: 100, shedQueuedOn: isPostgresOutage },
-    );
-    const first = g.submit('a');
-    await sleep(5);
-    const queued = [g.submit('b'), g.submit('c')];
+    const { batches, first, queued, fail } = await firstWriteFailing();
     fail(Object.assign(new Error('duplicate key'), { code: '23505' }));
     await expect(first).rejects.toThrow('duplicate key');
     await Promise.all(queued);
