@@ -1,5 +1,7 @@
-// ISO 3166-1 alpha-2 country codes (all 249 officially assigned codes, from the iso-codes database), used to
-// validate the jurisdiction lists of an assess policy. Uppercase only: `us` is not a code.
+// The country codes kya knows: all 249 officially assigned ISO 3166-1 alpha-2 codes (from the iso-codes
+// database) plus XK, the user-assigned code for Kosovo that the EU and identity providers issue documents under.
+// One list for everything that names a country: assess policy jurisdictions, the verify page's residence field
+// and the country names in sanctions-list remarks. Uppercase only: `us` is not a code.
 export const COUNTRY_CODES: readonly string[] = [
   'AD',
   'AE',
@@ -246,6 +248,7 @@ export const COUNTRY_CODES: readonly string[] = [
   'WF',
   'WS',
   'YE',
+  'XK',
   'YT',
   'ZA',
   'ZM',

@@ -7,7 +7,7 @@ import { COUNTRY_CODES } from './countries';
 import type { FieldProblem } from './errors';
 import type { AssessWarning, Policy, PolicyRule } from './types';
 
-/** Longest jurisdiction list accepted (there are 249 ISO 3166-1 codes; a few repeats are tolerated). */
+/** Longest jurisdiction list accepted (there are 250 known codes; a few repeats are tolerated). */
 export const MAX_JURISDICTIONS = 300;
 export const MIN_AGES = [18, 21] as const;
 /** Evaluation order; also the order of `checks`, `explanation` and (first occurrence) `decision_reasons`. */

@@ -3,7 +3,7 @@
 //   document number starting with FLAG → verified, but the provider's watchlist check hits → flagged
 //   anything else → verified (then name screening against the configured list may still flag it)
 import crypto from 'node:crypto';
-import { isCountryCode } from '../screening/countries';
+import { isCountryCode } from '../../shared/countries';
 import { isValidBirthDate, KycInputError, type FormKycProvider, type KycResult, type KycWebhookDelivery, type SandboxForm } from './types';
 import type { FieldProblem } from '../../shared/errors';
 

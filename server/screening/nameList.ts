@@ -7,7 +7,8 @@ import { parse } from 'csv-parse/sync';
 import { BUNDLED, bundledNames } from '../sanctions/bundled';
 import { MAX_SOURCE_BYTES, fetchConditional, isUrl, type Validators } from '../sanctions/fetchSource';
 import type { NameListValidators } from '../repositories/sanctionsNameLists';
-import { countryCodeFromName, isCountryCode } from './countries';
+import { isCountryCode } from '../../shared/countries';
+import { countryCodeFromName } from './countries';
 import { normaliseName } from './match';
 
 export interface NameEntry {

@@ -211,8 +211,9 @@ describe('policy parsing', () => {
     expect(parsePolicy(undefined)).toEqual({ policy: null, rules: [], warnings: [], problems: [] });
   });
 
-  it('knows all 249 ISO 3166-1 alpha-2 codes, uppercase only', () => {
-    expect(COUNTRY_CODES).toHaveLength(249);
+  it('knows all 249 ISO 3166-1 alpha-2 codes and Kosovo (XK), uppercase only', () => {
+    expect(COUNTRY_CODES).toHaveLength(250);
+    expect(isCountryCode('XK')).toBe(true);
     expect(isCountryCode('US')).toBe(true);
     expect(isCountryCode('us')).toBe(false);
     expect(isCountryCode('USA')).toBe(false);
