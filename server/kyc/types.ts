@@ -1,6 +1,5 @@
 // The KYC provider interface behind the verify page: a provider either collects identity data in our own form
 // (`sandbox`) or sends the user to a hosted step and reports the result by a signed webhook (`stripe`).
-import type { FieldProblem } from '../../shared/errors';
 
 /** An identity as the provider verified it. PII: only ever stored encrypted. */
 export interface VerifiedIdentity {
@@ -17,12 +16,14 @@ export type KycResult =
   | { outcome: 'verified'; reference: string; identity: VerifiedIdentity; /** the provider's own watchlist check hit */ watchlistHit?: boolean }
   | { outcome: 'failed'; reference: string | null; reason: string };
 
-/** Identity fields submitted through the sandbox form (already trimmed strings). */
-export interface SandboxForm {
-  full_name: string;
-  date_of_birth: string;
+/** What the sandbox form collects, already valid: a name with a letter, a past birth date, a known country code. */
+export interface SandboxIdentity {
+  fullName: string;
+  /** YYYY-MM-DD */
+  dateOfBirth: string;
+  /** ISO 3166-1 alpha-2 (or XK) */
   country: string;
-  document_number: string;
+  documentNumber: string;
 }
 
 /** A provider event as the webhook route needs it, once its signature and shape were checked. */
@@ -53,8 +54,8 @@ interface KycProviderCommon {
 export interface FormKycProvider extends KycProviderCommon {
   readonly name: 'sandbox';
   readonly kind: 'form';
-  /** Validates the form (throws a 400 naming each bad field) and returns the deterministic outcome. */
-  evaluate(form: SandboxForm, now: Date): KycResult;
+  /** The outcome for an identity the form has already validated. */
+  evaluate(identity: SandboxIdentity): KycResult;
 }
 
 export interface HostedKycProvider extends KycProviderCommon {
@@ -81,13 +82,6 @@ export class KycProviderError extends Error {
 }
 
 export type KycProvider = FormKycProvider | HostedKycProvider;
-
-export class KycInputError extends Error {
-  constructor(readonly problems: FieldProblem[]) {
-    super(`Invalid identity data: ${problems.map((p) => p.field).join(', ')}`);
-    this.name = 'KycInputError';
-  }
-}
 
 /** Age bracket from a date of birth on a given day (UTC): '21+', '18+' or 'under_18'. */
 export function ageBracket(dateOfBirth: string, now: Date): '21+' | '18+' | 'under_18' {

@@ -6,8 +6,8 @@ import type { Knex } from 'knex';
 import { verifyMessage } from 'ethers';
 import nacl from 'tweetnacl';
 import bs58 from 'bs58';
-import { ApiError, badRequest } from '../../shared/errors';
-import { parseAddressFor, type AddressNetwork } from '../../shared/address';
+import { ApiError } from '../../shared/errors';
+import type { AddressFamily } from '../../shared/types';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { encryptJson, hmacSha256, randomBase62, safeEqual, sha256Hex } from '../crypto';
@@ -158,7 +158,7 @@ export class VerificationService {
   }
 
   /** Why a claim from this browser is refused now, or null when it may claim. */
-  private claimRefusal(session: SessionRow | undefined, claimKey: string | null, now: Date): WalletClaimError | null {
+  claimRefusal(session: SessionRow | undefined, claimKey: string | null, now = this.now()): WalletClaimError | null {
     if (!session || !this.claimWindowOpen(session, now)) {
       return new WalletClaimError('session_closed', 'This verification is closed; wallets can no longer be linked through it.');
     }
@@ -382,23 +382,15 @@ export class VerificationService {
     /** The claim key cookie of the browser asking; only the browser bound to the session may link. */
     claimKey: string | null;
     challengeId: string;
-    network: string;
+    network: AddressFamily;
+    /** Canonical form for its network (lowercase EVM, verbatim Solana). */
     address: string;
     signature: string;
   }): Promise<{ wallet: OperatorWalletRow; operatorId: string; alreadyLinked: boolean }> {
-    // Checked before the input, so a browser that may not claim learns nothing else about the session.
-    const early = this.claimRefusal(await this.sessions.findById({ id: input.sessionId }), input.claimKey, this.now());
+    const { network, address } = input;
+    // Checked before the challenge, so a browser that may not claim learns nothing else about the session.
+    const early = this.claimRefusal(await this.sessions.findById({ id: input.sessionId }), input.claimKey);
     if (early) throw early;
-    const problems = [];
-    if (input.network !== 'evm' && input.network !== 'solana') problems.push({ field: 'network', message: 'Choose EVM or Solana.' });
-    const parsed = input.network === 'evm' || input.network === 'solana' ? parseAddressFor(input.network, input.address) : null;
-    if (!parsed) problems.push({ field: 'address', message: `Enter a valid ${input.network === 'solana' ? 'Solana' : 'EVM'} wallet address.` });
-    if (!input.signature) problems.push({ field: 'signature', message: 'Paste the signature your wallet produced.' });
-    if (!/^[0-9a-f-]{36}$/i.test(input.challengeId)) problems.push({ field: 'challenge_id', message: 'The challenge is missing; reload the page.' });
-    if (problems.length) throw badRequest(problems);
-    const network = input.network as AddressNetwork;
-    const address = parsed!.address;
-
     const now = this.now();
     const challenge = await this.challenges.findById({ id: input.challengeId });
     if (!challenge || challenge.session_id !== input.sessionId) {
@@ -407,7 +399,7 @@ export class VerificationService {
     if (challenge.used_at) throw new WalletClaimError('challenge_used', 'This challenge was already used. Reload the page and sign the new message.');
     if (challenge.expires_at.getTime() <= now.getTime())
       throw new WalletClaimError('challenge_expired', 'This challenge has expired. Reload the page and sign the new message.');
-    if (!this.signatureValid(network, address, challenge.message, input.signature.trim())) {
+    if (!this.signatureValid(network, address, challenge.message, input.signature)) {
       throw new WalletClaimError('bad_signature', 'The signature does not match this wallet address and message.');
     }
 
@@ -452,7 +444,7 @@ export class VerificationService {
   }
 
   /** EIP-191 personal_sign (ethers) for EVM; ed25519 over the UTF-8 message (tweetnacl) for Solana. */
-  signatureValid(network: AddressNetwork, address: string, message: string, signature: string): boolean {
+  signatureValid(network: AddressFamily, address: string, message: string, signature: string): boolean {
     try {
       if (network === 'evm') {
         if (!/^0x[0-9a-fA-F]{130}$/.test(signature)) return false;

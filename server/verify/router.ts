@@ -3,24 +3,19 @@
 // tokens; the page carries its own strict CSP (nonce'd style and script, forms only to this origin).
 import crypto from 'node:crypto';
 import express, { Router, type Request, type Response } from 'express';
-import { ApiError } from '../../shared/errors';
 import type { Deps } from '../deps';
 import { route } from '../http/asyncRoute';
 import { rejectNulInBody } from '../http/inputGuard';
-import { KycInputError, type SandboxForm } from '../kyc/types';
+import { submittedValues } from '../http/forms';
 import type { SessionRow } from '../repositories/sessions';
 import { claimKeyHash, NOT_THIS_BROWSER, WalletClaimError } from '../services/verification';
 import { sessionCopy } from '../services/agentCopy';
 import { presentedClaimKey, setClaimCookie } from './claimCookie';
 import { csrfValid, issueCsrf } from './csrf';
+import { IDENTITY_FIELDS, parseIdentityForm, parseWalletClaimForm } from './forms';
 import { pageHeaders } from './errorPage';
 import { html } from './html';
 import { identityForm, layout, pageHeader, messagePage, statusPanel, walletSection, type FieldErrors, type PageContext } from './views';
-
-function str(body: unknown, key: string): string {
-  const v = (body as Record<string, unknown> | undefined)?.[key];
-  return typeof v === 'string' ? v.trim() : '';
-}
 
 /** What every verify-page handler works with, built once per router. */
 interface VerifyContext {
@@ -145,20 +140,9 @@ const submitIdentity: PageHandler = async (ctx, req, res, nonce, session) => {
   const { deps, verification, kyc } = ctx;
   if (!csrfValid(req, deps.config.serverSecret, session.id)) return forbidden(res, nonce);
   if (session.status !== 'pending' || kyc.kind !== 'form') return void res.redirect(303, `/verify/${session.id}`);
-  const values: SandboxForm = {
-    full_name: str(req.body, 'full_name'),
-    date_of_birth: str(req.body, 'date_of_birth'),
-    country: str(req.body, 'country'),
-    document_number: str(req.body, 'document_number'),
-  };
-  let result;
-  try {
-    result = kyc.evaluate(values, deps.clock.now());
-  } catch (err) {
-    if (!(err instanceof KycInputError)) throw err;
-    const errors: FieldErrors = Object.fromEntries(err.problems.map((p) => [p.field, p.message]));
-    return render(ctx, req, res, nonce, session, { status: 400, values: { ...values }, errors });
-  }
+  const identity = parseIdentityForm(req.body, deps.clock.now());
+  if (!identity.ok) return render(ctx, req, res, nonce, session, { status: 400, values: submittedValues(req.body, IDENTITY_FIELDS), errors: identity.errors });
+  const result = kyc.evaluate(identity.value);
   const claimKey = verification.newClaimKey();
   const applied = await verification.applyKycResult(session.id, result, kyc.name, undefined, { claimKey });
   if (applied.applied && applied.session.status === 'verified') setClaimCookie(res, applied.session, claimKey, ctx.secure, deps.clock.now());
@@ -214,24 +198,25 @@ const returnFromHostedCheck: PageHandler = async (ctx, req, res, nonce, session)
   res.status(200).send(messagePage(nonce, 'Verify your identity', 'Back from the document check', 'Taking you back to your verification page.', 'returned'));
 };
 
-/** POST /verify/:id/wallet: a signed challenge links a wallet; refusals are a page, bad input re-renders the form. */
+/**
+ * POST /verify/:id/wallet: a signed challenge links a wallet. A browser that may not claim gets the refusal page
+ * before its input is judged (it learns nothing else about the session); bad input and a failed proof re-render
+ * the form with the message.
+ */
 const linkWallet: PageHandler = async (ctx, req, res, nonce, session) => {
   if (!csrfValid(req, ctx.deps.config.serverSecret, session.id)) return forbidden(res, nonce);
+  const claimKey = presentedClaimKey(req);
+  const refusal = ctx.verification.claimRefusal(session, claimKey);
+  if (refusal) return claimRefused(res, nonce, refusal);
+  const claim = parseWalletClaimForm(req.body);
+  if (!claim.ok) return render(ctx, req, res, nonce, session, { status: 400, walletError: Object.values(claim.errors).join(' ') });
   try {
-    await ctx.verification.claimWallet({
-      sessionId: session.id,
-      claimKey: presentedClaimKey(req),
-      challengeId: str(req.body, 'challenge_id'),
-      network: str(req.body, 'network'),
-      address: str(req.body, 'address'),
-      signature: str(req.body, 'signature'),
-    });
+    await ctx.verification.claimWallet({ sessionId: session.id, claimKey, ...claim.value });
   } catch (err) {
-    if (!(err instanceof ApiError) || err.status >= 500) throw err;
-    if (err instanceof WalletClaimError && (err.reason === 'browser_not_bound' || err.reason === 'session_closed')) return claimRefused(res, nonce, err);
-    const message = err instanceof WalletClaimError ? err.message : (err.details ?? []).map((d) => d.message).join(' ') || err.message;
+    if (!(err instanceof WalletClaimError)) throw err;
+    if (err.reason === 'browser_not_bound' || err.reason === 'session_closed') return claimRefused(res, nonce, err);
     const fresh = (await ctx.sessions.current(session.id)) ?? session;
-    return render(ctx, req, res, nonce, fresh, { status: err.status, walletError: message });
+    return render(ctx, req, res, nonce, fresh, { status: err.status, walletError: err.message });
   }
   res.redirect(303, `/verify/${session.id}?wallet=linked`);
 };

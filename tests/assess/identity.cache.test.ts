@@ -78,7 +78,14 @@ describe('identity state cached per instance, invalidated on every instance', ()
       const verification = a.deps.services.verification;
       const challenge = await verification.challengeFor(session, claimKey);
       const signature = await wallet.signMessage(challenge.message);
-      await verification.claimWallet({ sessionId: session.id, claimKey, challengeId: challenge.id, network: 'evm', address: wallet.address, signature });
+      await verification.claimWallet({
+        sessionId: session.id,
+        claimKey,
+        challengeId: challenge.id,
+        network: 'evm',
+        address: wallet.address.toLowerCase(),
+        signature,
+      });
     };
     return { operatorId: session.operator_account_id as string, claim };
   }
@@ -182,7 +189,7 @@ describe('identity state cached per instance, invalidated on every instance', ()
       claimKey,
       challengeId: challenge.id,
       network: 'evm',
-      address: wallet.address,
+      address: wallet.address.toLowerCase(),
       signature: await wallet.signMessage(challenge.message),
     });
     const body = { address: wallet.address, policy: { require_kyc: true } };

@@ -3,7 +3,7 @@
 import path from 'node:path';
 import request from 'supertest';
 import type { Harness } from '../support/harness';
-import type { SandboxForm } from '../../server/kyc/types';
+import { parseIdentityForm, type IdentityFormFields } from '../../server/verify/forms';
 
 export const FIXTURES = path.resolve(__dirname, '../fixtures/screening');
 export const SCREENING_ENV = {
@@ -13,7 +13,7 @@ export const SCREENING_ENV = {
 
 export const SESSION_TABLES = ['accounts', 'sessions', 'refresh_tokens', 'credentials', 'operator_wallets', 'wallet_challenges', 'kyc_webhook_events'];
 
-export const ALICE: SandboxForm = { full_name: 'Alice Example', date_of_birth: '1990-04-12', country: 'DE', document_number: 'P1234567' };
+export const ALICE: IdentityFormFields = { full_name: 'Alice Example', date_of_birth: '1990-04-12', country: 'DE', document_number: 'P1234567' };
 
 export async function createSession(h: Harness, apiKey: string, body: Record<string, unknown> = {}) {
   const res = await request(h.app).post('/v1/sessions').set('X-API-Key', apiKey).send(body);
@@ -22,11 +22,13 @@ export async function createSession(h: Harness, apiKey: string, body: Record<str
 }
 
 /** Completes the identity step as the verify page does; `claimKey` is the cookie that browser receives. */
-export async function completeKyc(h: Harness, sessionId: string, form: SandboxForm = ALICE) {
+export async function completeKyc(h: Harness, sessionId: string, form: IdentityFormFields = ALICE) {
   const kyc = h.deps.services.kyc;
   if (kyc.kind !== 'form') throw new Error('sandbox provider expected');
+  const identity = parseIdentityForm(form, h.deps.clock.now());
+  if (!identity.ok) throw new Error(`invalid identity form: ${JSON.stringify(identity.errors)}`);
   const claimKey = h.deps.services.verification.newClaimKey();
-  const applied = await h.deps.services.verification.applyKycResult(sessionId, kyc.evaluate(form, h.deps.clock.now()), 'sandbox', undefined, { claimKey });
+  const applied = await h.deps.services.verification.applyKycResult(sessionId, kyc.evaluate(identity.value), 'sandbox', undefined, { claimKey });
   return { ...applied, claimKey };
 }
 

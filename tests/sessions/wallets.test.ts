@@ -23,7 +23,7 @@ describe('wallet claims and operator records', () => {
     return {
       challenge,
       signature,
-      claim: () => v().claimWallet({ sessionId, claimKey, challengeId: challenge.id, network: 'evm', address: wallet.address, signature }),
+      claim: () => v().claimWallet({ sessionId, claimKey, challengeId: challenge.id, network: 'evm', address: wallet.address.toLowerCase(), signature }),
     };
   }
 
@@ -63,7 +63,7 @@ describe('wallet claims and operator records', () => {
     const { claimKey } = await completeKyc(h, s.session_id);
     const { challenge, signature } = await claimEvm(s.session_id, wallet, claimKey);
     const attempt = (key: string | null) =>
-      v().claimWallet({ sessionId: s.session_id, claimKey: key, challengeId: challenge.id, network: 'evm', address: wallet.address, signature });
+      v().claimWallet({ sessionId: s.session_id, claimKey: key, challengeId: challenge.id, network: 'evm', address: wallet.address.toLowerCase(), signature });
     for (const stranger of [null, '', v().newClaimKey(), claimKey.slice(1)]) {
       await expect(attempt(stranger)).rejects.toMatchObject({ reason: 'browser_not_bound', status: 403, code: 'forbidden' });
       await expect(v().challengeFor(await sessionRow(s.session_id), stranger)).rejects.toMatchObject({ reason: 'browser_not_bound' });
@@ -115,7 +115,7 @@ describe('wallet claims and operator records', () => {
     const otherMessage = await owner.signMessage('something else');
     for (const signature of [bySomeoneElse, otherMessage, '0x1234']) {
       await expect(
-        v().claimWallet({ sessionId: s.session_id, claimKey, challengeId: challenge.id, network: 'evm', address: owner.address, signature }),
+        v().claimWallet({ sessionId: s.session_id, claimKey, challengeId: challenge.id, network: 'evm', address: owner.address.toLowerCase(), signature }),
       ).rejects.toMatchObject({ reason: 'bad_signature' });
     }
   });

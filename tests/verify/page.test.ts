@@ -181,6 +181,67 @@ describe('the verify page (server-rendered)', () => {
     expect((await request(h.app).get(`/verify/${s.session_id}`).set('Cookie', claimCookie)).text).not.toContain('id="challenge-message"');
   });
 
+  it('names each bad field of the wallet form to the verifying browser, and refuses any other browser before judging its input', async () => {
+    const s = await createSession(h, apiKey);
+    const submitted = await submit(s.session_id, 'identity', identity);
+    const claimCookie = claimCookieFrom(submitted)!;
+    const mine = await request(h.app).get(`/verify/${s.session_id}`).set('Cookie', claimCookie);
+    const challenge = challengeFrom(mine.text);
+    const csrf = csrfFrom(mine);
+    const wallet = Wallet.createRandom();
+    const claim = (cookie: string, fields: Record<string, string | string[]>) =>
+      request(h.app)
+        .post(`/verify/${s.session_id}/wallet`)
+        .set('Cookie', cookie)
+        .type('form')
+        .send({ csrf: csrf.token, ...fields });
+    const walletError = (text: string) => /<p class="alert" role="alert" id="wallet-error">([^<]*)<\/p>/.exec(text)?.[1];
+    const cases: Array<[Record<string, string | string[]>, string]> = [
+      [
+        { network: 'bitcoin', address: wallet.address, signature: '0x1', challenge_id: challenge.id },
+        'Choose EVM or Solana. Enter a valid EVM wallet address.',
+      ],
+      [{ network: 'solana', address: wallet.address, signature: '0x1', challenge_id: challenge.id }, 'Enter a valid Solana wallet address.'],
+      [
+        { network: 'evm', address: '', signature: '', challenge_id: '' },
+        'Enter a valid EVM wallet address. Paste the signature your wallet produced. The challenge is missing; reload the page.',
+      ],
+      [
+        { network: 'evm', address: [wallet.address, wallet.address], signature: ' ', challenge_id: 'x' },
+        'Enter a valid EVM wallet address. Paste the signature your wallet produced. The challenge is missing; reload the page.',
+      ],
+    ];
+    for (const [fields, message] of cases) {
+      const res = await claim(`${csrf.cookie}; ${claimCookie}`, fields);
+      expect({ status: res.status, message: walletError(res.text) }).toEqual({ status: 400, message });
+    }
+    // Another browser (no claim cookie) sending the same bad input learns only that it may not link.
+    const stranger = await claim(csrf.cookie, { network: 'bitcoin', address: 'nope' });
+    expect(stranger.status).toBe(403);
+    expect(stranger.text).toContain('This browser cannot link a wallet');
+    expect(stranger.text).not.toContain('Choose EVM or Solana');
+    // Surrounding spaces and a checksummed address are accepted; the wallet is stored in canonical form.
+    const signature = await wallet.signMessage(challenge.message);
+    const linked = await claim(`${csrf.cookie}; ${claimCookie}`, {
+      network: ' evm ',
+      address: ` ${wallet.address} `,
+      signature: ` ${signature} `,
+      challenge_id: challenge.id,
+    });
+    expect(linked.status).toBe(303);
+    expect(await h.deps.db('operator_wallets').pluck('address')).toEqual([wallet.address.toLowerCase()]);
+  });
+
+  it('accepts a name with extra spaces and a lowercase country, storing them normalised', async () => {
+    const s = await createSession(h, apiKey);
+    const res = await submit(s.session_id, 'identity', { ...identity, full_name: '  Alice    Example ', country: ' de ', document_number: ' P1234567 ' });
+    expect(res.status).toBe(303);
+    const session = await h.deps.db('sessions').where({ id: s.session_id }).first();
+    expect(session.status).toBe('verified');
+    const operator = await h.deps.db('accounts').where({ id: session.operator_account_id }).first();
+    expect(operator.jurisdiction).toBe('DE');
+  });
+
   it('shows a clear page for failed and flagged outcomes', async () => {
     const failed = await createSession(h, apiKey);
     await submit(failed.session_id, 'identity', { ...identity, document_number: 'FAIL-1' });
