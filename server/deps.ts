@@ -50,7 +50,7 @@ import { loadChainsFile } from './chain/config';
 import type { HttpFetcher } from './chain/safeFetch';
 import { WebhooksRepository } from './repositories/webhooks';
 import { WebhookService } from './webhooks/service';
-import { BrandingRepository, DashboardRepository } from './repositories/dashboard';
+import { DashboardRepository } from './repositories/dashboard';
 import { DashboardService } from './dashboard/service';
 import { ReadinessService } from './services/readiness';
 
@@ -122,7 +122,6 @@ export interface Deps {
     reputationChain: ReputationChainRepository;
     webhooks: WebhooksRepository;
     dashboard: DashboardRepository;
-    branding: BrandingRepository;
   };
   services: {
     accounts: AccountsService;
@@ -266,7 +265,6 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     reputationChain: new ReputationChainRepository(db),
     webhooks: new WebhooksRepository(db),
     dashboard: new DashboardRepository(db),
-    branding: new BrandingRepository(db),
   };
   // Hot identity state: every state-changing service gets identity.changed and calls it after commit.
   const identity = new IdentityCache({ repo: repos.operatorLookup, pubsub, logger, ...config.identityCache, nowMs: () => clock.now().getTime() });

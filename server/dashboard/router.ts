@@ -9,7 +9,8 @@ import { rejectNulInBody } from '../http/inputGuard';
 import { hmacSha256, safeEqual } from '../crypto';
 import { csrfValid, issueCsrf, readCookie } from '../verify/csrf';
 import { pageHeaders } from '../verify/errorPage';
-import { WebhookInputError } from '../webhooks/service';
+import { submittedValues } from '../http/forms';
+import { parseActivityFilter, parseKeySignIn, parseLinkSignIn, parseResendForm, parseSettingsForm, parseWebhookForm, SETTINGS_FIELDS } from './forms';
 import {
   activityBody,
   endpointBody,
@@ -27,25 +28,13 @@ import {
   type Frame,
   type Tab,
 } from './views';
-import type { Branding } from '../repositories/dashboard';
 import type { Flash } from './service';
 import { ApiError } from '../../shared/errors';
-import { DECISION_REASONS } from '../../shared/types';
 
 export const SESSION_COOKIE = 'kya_dashboard';
 const FAILED_SIGNINS_PER_15_MIN = 10;
 const PAGE_SIZE = 50;
 const CSV_MAX_ROWS = 100_000;
-
-function str(body: unknown, key: string): string {
-  const v = (body as Record<string, unknown> | undefined)?.[key];
-  return typeof v === 'string' ? v.trim() : '';
-}
-
-function list(body: unknown, key: string): string[] {
-  const v = (body as Record<string, unknown> | undefined)?.[key];
-  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : typeof v === 'string' ? [v] : [];
-}
 
 function csvCell(value: string): string {
   // Quote everything; neutralise spreadsheet formulas in merchant-controlled text.
@@ -58,6 +47,7 @@ export function dashboardRouter(deps: Deps): Router {
   const { dashboard, accounts, webhooks } = deps.services;
   const secret = deps.config.serverSecret;
   const secure = deps.config.publicBaseUrl.startsWith('https://');
+  const production = deps.config.env === 'production';
   const form = [express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 30 }), rejectNulInBody];
   const cookieAttrs = `Path=/dashboard; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
 
@@ -85,8 +75,8 @@ export function dashboardRouter(deps: Deps): Router {
         return;
       }
       if (req.method === 'POST') {
-        const presented = str(req.body, 'csrf');
-        if (!presented || !safeEqual(presented, sessionCsrf(sessionId))) {
+        const presented = (req.body as Record<string, unknown> | undefined)?.csrf;
+        if (typeof presented !== 'string' || !presented || !safeEqual(presented, sessionCsrf(sessionId))) {
           res.status(403).send(messageDoc(nonce, 'Form expired', 'This form has expired. Go back, reload the page and try again.'));
           return;
         }
@@ -137,7 +127,8 @@ export function dashboardRouter(deps: Deps): Router {
         res.status(429).send(signInPage(nonce, csrf, 'Too many failed sign-ins. Try again in 15 minutes.'));
         return;
       }
-      const signedIn = await dashboard.signInWithKey(str(req.body, 'api_key'));
+      const apiKey = parseKeySignIn(req.body);
+      const signedIn = apiKey ? await dashboard.signInWithKey(apiKey) : null;
       if (!signedIn) {
         await recordFailure(req);
         res.status(401).send(signInPage(nonce, csrf, 'That API key is not valid.'));
@@ -172,7 +163,8 @@ export function dashboardRouter(deps: Deps): Router {
         res.status(429).send(linkPage(nonce, csrf, '', 'Too many failed sign-ins. Try again in 15 minutes.'));
         return;
       }
-      const signedIn = await dashboard.signInWithLink(str(req.body, 'token'));
+      const token = parseLinkSignIn(req.body);
+      const signedIn = token ? await dashboard.signInWithLink(token) : null;
       if (!signedIn) {
         await recordFailure(req);
         res
@@ -284,7 +276,7 @@ export function dashboardRouter(deps: Deps): Router {
     '/dashboard/settings',
     authed(async ({ res, accountId, frame }) => {
       const f = await frame('settings');
-      res.send(page(f, 'Settings', settingsBody(f.csrf, await accounts.show(accountId), (await deps.repos.branding.get({ accountId }))!, {})));
+      res.send(page(f, 'Settings', settingsBody(f.csrf, await accounts.show(accountId), await accounts.branding(accountId), {})));
     }),
   );
 
@@ -292,68 +284,33 @@ export function dashboardRouter(deps: Deps): Router {
     '/dashboard/settings',
     form,
     authed(async ({ req, res, accountId, frame }) => {
-      const values: Branding = {
-        display_name: str(req.body, 'display_name') || null,
-        support_email: str(req.body, 'support_email') || null,
-        logo_url: str(req.body, 'logo_url') || null,
-      };
-      const errors: Record<string, string> = {};
-      if (values.display_name && values.display_name.length > 80) errors.display_name = 'Use at most 80 characters.';
-      if (values.support_email && (values.support_email.length > 200 || !/^[^\s@<>"]+@[^\s@<>"]+\.[^\s@<>"]+$/.test(values.support_email)))
-        errors.support_email = 'Enter an email address such as support@example.com.';
-      if (values.logo_url) {
-        let ok = false;
-        try {
-          const u = new URL(values.logo_url);
-          ok = u.protocol === 'https:' && !u.username && !u.password && values.logo_url.length <= 500;
-        } catch {
-          /* reported below */
-        }
-        if (!ok) errors.logo_url = 'Enter an https:// URL of an image.';
-      }
-      if (Object.keys(errors).length) {
+      const settings = parseSettingsForm(req.body);
+      if (!settings.ok) {
         const f = await frame('settings', { kind: 'alert', text: 'Please correct the fields below.' });
-        res.status(400).send(page(f, 'Settings', settingsBody(f.csrf, await accounts.show(accountId), values, errors, values)));
+        const values = submittedValues(req.body, SETTINGS_FIELDS);
+        res.status(400).send(page(f, 'Settings', settingsBody(f.csrf, await accounts.show(accountId), values, settings.errors, values)));
         return;
       }
-      await deps.repos.branding.update({ accountId, branding: values });
-      await accounts.invalidate(accountId);
+      const values = settings.value;
+      await accounts.setBranding(accountId, values);
       const f = await frame('settings', { kind: 'ok', text: 'Settings saved.' });
       res.send(page(f, 'Settings', settingsBody(f.csrf, await accounts.show(accountId), values, {})));
     }),
   );
 
-  /** A query parameter as text (a repeated parameter joined with commas, anything else empty). */
-  const param = (v: unknown): string => (typeof v === 'string' ? v : Array.isArray(v) ? v.join(',') : '');
-
   function activityFilter(req: Request, accountId: string) {
-    const decision = param(req.query.decision);
-    const kind = param(req.query.kind);
-    const from = param(req.query.from);
-    const to = param(req.query.to);
-    const q: ActivityQuery = {
-      decision: ['allow', 'deny'].includes(decision) ? decision : '',
-      reason: (DECISION_REASONS as readonly string[]).includes(param(req.query.reason)) ? param(req.query.reason) : '',
-      kind: ['wallet', 'operator_token'].includes(kind) ? kind : '',
-      from: /^\d{4}-\d{2}-\d{2}$/.test(from) ? from : '',
-      to: /^\d{4}-\d{2}-\d{2}$/.test(to) ? to : '',
-    };
-    const date = (s: string, plusDays = 0) => {
-      const d = s ? new Date(`${s}T00:00:00Z`) : null;
-      return d && !Number.isNaN(d.getTime()) ? new Date(d.getTime() + plusDays * 86_400_000) : undefined;
-    };
-    const beforeParam = param(req.query.before);
-    const before = /^\d{1,18}$/.test(beforeParam) ? Number(beforeParam) : undefined;
+    const { before, ...q } = parseActivityFilter(req.query);
+    const date = (s: string, plusDays = 0) => (s ? new Date(Date.parse(`${s}T00:00:00Z`) + plusDays * 86_400_000) : undefined);
     return {
       q,
       filter: {
         accountId,
-        decision: (q.decision || undefined) as 'allow' | 'deny' | undefined,
+        decision: q.decision || undefined,
         reason: q.reason || undefined,
-        identityKind: (q.kind || undefined) as 'wallet' | 'operator_token' | undefined,
+        identityKind: q.kind || undefined,
         from: date(q.from),
         to: date(q.to, 1),
-        before,
+        before: before ?? undefined,
       },
     };
   }
@@ -434,13 +391,16 @@ export function dashboardRouter(deps: Deps): Router {
     '/dashboard/webhooks',
     form,
     authed(async (ctx) => {
-      const values = { url: str(ctx.req.body, 'url'), types: list(ctx.req.body, 'event_types') };
+      const input = parseWebhookForm(ctx.req.body, production);
+      const types = ([] as unknown[]).concat((ctx.req.body as Record<string, unknown>).event_types ?? []).filter((t): t is string => typeof t === 'string');
+      const values = { url: submittedValues(ctx.req.body, ['url']).url, types };
+      if (!input.ok) return webhooksPage(ctx, 400, input.errors, values, null);
       try {
-        const { endpoint, secret: signing } = await webhooks.addEndpoint(ctx.accountId, { url: values.url, eventTypes: values.types });
+        const { endpoint, secret: signing } = await webhooks.addEndpoint(ctx.accountId, input.value);
         await webhooksPage(ctx, 200, {}, {}, { id: endpoint.id, secret: signing });
       } catch (err) {
-        if (!(err instanceof WebhookInputError)) throw err;
-        await webhooksPage(ctx, 400, { [err.field]: err.message }, values, null);
+        if (!(err instanceof ApiError) || err.code !== 'conflict') throw err;
+        await webhooksPage(ctx, 409, { url: err.message }, values, null);
       }
     }),
   );
@@ -499,7 +459,7 @@ export function dashboardRouter(deps: Deps): Router {
       const ok = await webhooks.resend(ctx.accountId, String(ctx.req.params.id));
       await endpointPage(
         ctx,
-        str(ctx.req.body, 'endpoint'),
+        parseResendForm(ctx.req.body) ?? '',
         ok ? { kind: 'ok', text: 'Delivery queued again.' } : { kind: 'alert', text: 'No such delivery.' },
       );
     }),

@@ -6,7 +6,7 @@ import { DECISION_REASONS } from '../../shared/types';
 import type { AuditRow } from '../repositories/audit';
 import { ENDPOINTS, type AccountView } from '../services/accounts';
 import type { MerchantCredentialView } from './service';
-import type { Branding } from '../repositories/dashboard';
+import type { Branding } from '../services/accounts';
 import type { WebhookEndpointView } from '../webhooks/service';
 import type { DeliveryLogRow } from '../repositories/webhooks';
 
@@ -159,12 +159,21 @@ export function revokeKeyBody(csrf: string, key: { id: string; prefix: string; c
 <p><a href="/dashboard/keys">Cancel, keep the key</a></p></div>`;
 }
 
+/**
+ * A form's messages and its fields' attributes: a field in error says so to assistive technology and points at
+ * its message, and the first one (in `order`) takes focus.
+ */
+function formErrors(errors: Record<string, string>, order: readonly string[]) {
+  const first = order.find((f) => errors[f]);
+  return {
+    err: (f: string) => (errors[f] ? html`<p class="alert" id="${f}-error">${errors[f]}</p>` : ''),
+    state: (f: string) => new SafeHtml(errors[f] ? ` aria-invalid="true" aria-describedby="${f}-error"${f === first ? ' autofocus' : ''}` : ''),
+  };
+}
+
 export function settingsBody(csrf: string, account: AccountView, b: Branding, errors: Record<string, string>, values?: Partial<Branding>): SafeHtml {
   const v = { ...b, ...values };
-  const err = (f: string) => (errors[f] ? html`<p class="alert" id="${f}-error">${errors[f]}</p>` : '');
-  // A field in error says so to assistive technology and points at its message; the first one takes focus.
-  const firstError = ['display_name', 'support_email', 'logo_url'].find((f) => errors[f]);
-  const state = (f: string) => new SafeHtml(errors[f] ? ` aria-invalid="true" aria-describedby="${f}-error"${f === firstError ? ' autofocus' : ''}` : '');
+  const { err, state } = formErrors(errors, ['display_name', 'support_email', 'logo_url']);
   const enabled = ENDPOINTS.filter((e) => !account.disabled_endpoints.includes(e));
   return html`<div class="card"><h2>Verify page branding</h2><form method="post" action="/dashboard/settings">${csrfField(csrf)}
 <label for="display_name">Display name</label><input id="display_name" name="display_name" maxlength="80" value="${v.display_name ?? ''}"${state('display_name')}>${err('display_name')}
@@ -227,6 +236,7 @@ export function webhooksBody(
   created: { id: string; secret: string } | null,
 ): SafeHtml {
   const types = values.types ?? [...WEBHOOK_EVENT_TYPES];
+  const { err, state } = formErrors(errors, ['url']);
   return html`${created ? html`<div class="ok" role="status">Endpoint added. Its signing secret: <code id="created-secret">${created.secret}</code></div>` : ''}
 <div class="card"><h2>Endpoints</h2>${
     endpoints.length === 0
@@ -235,9 +245,9 @@ export function webhooksBody(
 ${endpoints.map((e) => html`<tr><td><a href="/dashboard/webhooks/${e.id}">${e.url}</a></td><td>${e.event_types.join(', ')}</td><td><a href="/dashboard/webhooks/${e.id}">Details and delivery log</a></td></tr>`)}</table>`
   }</div>
 <div class="card"><h2>Add an endpoint</h2><form method="post" action="/dashboard/webhooks">${csrfField(csrf)}
-<label for="url">Endpoint URL</label><input id="url" name="url" type="url" required value="${values.url ?? ''}" placeholder="https://example.com/kya-webhooks">${errors.url ? html`<p class="alert">${errors.url}</p>` : ''}
-<fieldset><legend>Event types</legend>${WEBHOOK_EVENT_TYPES.map((t) => html`<label class="check"><input type="checkbox" name="event_types" value="${t}"${types.includes(t) ? new SafeHtml(' checked') : ''}>${t}</label>`)}</fieldset>
-${errors.event_types ? html`<p class="alert">${errors.event_types}</p>` : ''}<button type="submit">Add endpoint</button></form></div>`;
+<label for="url">Endpoint URL</label><input id="url" name="url" type="url" required value="${values.url ?? ''}" placeholder="https://example.com/kya-webhooks"${state('url')}>${err('url')}
+<fieldset${errors.event_types ? new SafeHtml(' aria-describedby="event_types-error"') : ''}><legend>Event types</legend>${WEBHOOK_EVENT_TYPES.map((t) => html`<label class="check"><input type="checkbox" name="event_types" value="${t}"${types.includes(t) ? new SafeHtml(' checked') : ''}>${t}</label>`)}</fieldset>
+${err('event_types')}<button type="submit">Add endpoint</button></form></div>`;
 }
 
 export function endpointBody(csrf: string, e: WebhookEndpointView, secret: string, deliveries: DeliveryLogRow[]): SafeHtml {

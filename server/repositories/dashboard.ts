@@ -136,23 +136,3 @@ export class DashboardRepository {
       .limit(input.limit)) as { id: string; status: string; context: string | null; created_at: Date; completed_at: Date | null }[];
   }
 }
-
-export interface Branding {
-  display_name: string | null;
-  support_email: string | null;
-  logo_url: string | null;
-}
-
-export class BrandingRepository {
-  constructor(private readonly db: Knex) {}
-
-  async get(input: { accountId: string }): Promise<Branding | undefined> {
-    return (await this.db('accounts').select('display_name', 'support_email', 'logo_url').where({ id: input.accountId }).first()) as Branding | undefined;
-  }
-
-  async update(input: { accountId: string; branding: Branding }): Promise<void> {
-    await this.db('accounts')
-      .where({ id: input.accountId })
-      .update({ ...input.branding, updated_at: this.db.fn.now() });
-  }
-}

@@ -52,6 +52,13 @@ export interface AccountView {
   created_at: string;
 }
 
+/** What the verify page shows of a merchant: its name, support email and logo (null: not set). */
+export interface Branding {
+  display_name: string | null;
+  support_email: string | null;
+  logo_url: string | null;
+}
+
 export interface AccountsServiceOptions {
   db: Knex;
   accounts: AccountsRepository;
@@ -258,6 +265,16 @@ export class AccountsService {
     if (enabled) disabled.delete(endpoint);
     else disabled.add(endpoint);
     return this.patch(id, { disabled_endpoints: [...disabled].sort() });
+  }
+
+  async branding(id: string): Promise<Branding> {
+    const { display_name, support_email, logo_url } = await this.mustFind(id);
+    return { display_name, support_email, logo_url };
+  }
+
+  /** Replaces the verify page branding; every instance sees the new display name on its next request. */
+  async setBranding(id: string, branding: Branding): Promise<void> {
+    await this.patch(id, branding);
   }
 
   /** Drops cached principals of this account here and on every other instance (after the change committed). */

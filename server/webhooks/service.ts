@@ -3,14 +3,14 @@
 // and retried with exponential backoff until it succeeds or its retry window (3 days by default) runs out.
 // A periodic sweep re-queues anything due (after a crash, or a queue that lost a job): at least once.
 import crypto from 'node:crypto';
-import net from 'node:net';
 import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import type { JobQueue } from '../jobs/queue';
 import { FetchRefusedError, SafeHttpFetcher, isPublicAddress, type HttpFetcher } from '../chain/safeFetch';
+import { ApiError } from '../../shared/errors';
 import { decryptJson, encryptJson, randomBase62 } from '../crypto';
-import { WEBHOOK_EVENT_TYPES, WEBHOOK_SIGNATURE_HEADER, signatureHeader, type WebhookEvent, type WebhookEventType } from '../../shared/webhookSignature';
+import { WEBHOOK_SIGNATURE_HEADER, signatureHeader, type WebhookEvent, type WebhookEventType } from '../../shared/webhookSignature';
 import type { WebhookEndpointRow, WebhooksRepository } from '../repositories/webhooks';
 import type { WebhookEventInput } from './events';
 
@@ -19,25 +19,11 @@ const SWEEP_JOB = 'webhooks.sweep';
 const MAX_ENDPOINTS = 10;
 const MAX_DELAY_MS = 6 * 3600 * 1000;
 
-export class WebhookInputError extends Error {
-  constructor(
-    readonly field: 'url' | 'event_types' | 'endpoint',
-    message: string,
-  ) {
-    super(message);
-    this.name = 'WebhookInputError';
-  }
-}
-
 export interface WebhookEndpointView {
   id: string;
   url: string;
   event_types: WebhookEventType[];
   created_at: Date;
-}
-
-export function isWebhookEventType(value: unknown): value is WebhookEventType {
-  return typeof value === 'string' && (WEBHOOK_EVENT_TYPES as readonly string[]).includes(value);
 }
 
 export interface WebhookServiceOptions {
@@ -53,7 +39,6 @@ export interface WebhookServiceOptions {
 
 export class WebhookService {
   private readonly fetcher: HttpFetcher;
-  private readonly production: boolean;
   /** Run by every sweep before looking for due deliveries (expires overdue sessions, whose events then go out). */
   expireSessions: () => Promise<unknown> = async () => undefined;
   private readonly db: Knex;
@@ -71,7 +56,7 @@ export class WebhookService {
     this.config = config;
     this.logger = options.logger;
     this.now = options.now;
-    this.production = config.env === 'production';
+    const production = config.env === 'production';
     // Outside production a receiver on localhost (plain http) is allowed for development; in production only
     // https to public addresses, re-vetted on every attempt. Redirects are not followed: a 3xx is a failure.
     this.fetcher =
@@ -80,8 +65,8 @@ export class WebhookService {
         timeoutMs: config.webhooks.timeoutMs,
         maxBytes: 64 * 1024,
         maxRedirects: 0,
-        protocols: this.production ? ['https:'] : ['https:', 'http:'],
-        isAllowedAddress: this.production ? isPublicAddress : () => true,
+        protocols: production ? ['https:'] : ['https:', 'http:'],
+        isAllowedAddress: production ? isPublicAddress : () => true,
         userAgent: 'kya-webhooks/1 (+https://kya.dev)',
       });
   }
@@ -179,41 +164,25 @@ export class WebhookService {
 
   // ---- endpoints (dashboard) ----
 
-  validateUrl(raw: string): string {
-    let url: URL;
-    try {
-      url = new URL(raw.trim());
-    } catch {
-      throw new WebhookInputError('url', 'Enter a full URL, for example https://example.com/kya-webhooks.');
-    }
-    if (url.username || url.password) throw new WebhookInputError('url', 'The URL must not contain a user name or password.');
-    const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
-    const local = host === 'localhost' || host.endsWith('.localhost') || host === '127.0.0.1' || host === '::1';
-    if (url.protocol === 'https:') {
-      if (this.production && (local || (net.isIP(host) && !isPublicAddress(host))))
-        throw new WebhookInputError('url', 'The URL must point at a public address.');
-    } else if (!(url.protocol === 'http:' && local && !this.production)) {
-      throw new WebhookInputError(
-        'url',
-        this.production ? 'The URL must start with https://.' : 'The URL must start with https:// (http:// only for localhost).',
-      );
-    }
-    if (url.toString().length > 2000) throw new WebhookInputError('url', 'The URL is too long.');
-    return url.toString();
-  }
-
   async listEndpoints(accountId: string): Promise<WebhookEndpointView[]> {
     return (await this.repo.listEndpoints({ accountId })).map(view);
   }
 
-  async addEndpoint(accountId: string, input: { url: string; eventTypes: string[] }): Promise<{ endpoint: WebhookEndpointView; secret: string }> {
-    const url = this.validateUrl(input.url);
-    const types = [...new Set(input.eventTypes)];
-    if (types.length === 0 || !types.every(isWebhookEventType)) throw new WebhookInputError('event_types', 'Choose at least one event type.');
-    if ((await this.repo.countEndpoints({ accountId })) >= MAX_ENDPOINTS)
-      throw new WebhookInputError('url', `An account can have at most ${MAX_ENDPOINTS} endpoints.`);
+  /**
+   * Adds an endpoint whose URL passed `checkEndpointUrl` and that subscribes to at least one event type. Throws a
+   * 409 when the account already has the most endpoints it may have.
+   */
+  async addEndpoint(accountId: string, input: { url: string; eventTypes: WebhookEventType[] }): Promise<{ endpoint: WebhookEndpointView; secret: string }> {
+    if ((await this.repo.countEndpoints({ accountId })) >= MAX_ENDPOINTS) {
+      throw new ApiError('conflict', `An account can have at most ${MAX_ENDPOINTS} endpoints. Remove one to add another.`);
+    }
     const secret = newSigningSecret();
-    const row = await this.repo.insertEndpoint({ accountId, url, eventTypes: types, secretEncrypted: encryptJson(this.config.piiKey, secret) });
+    const row = await this.repo.insertEndpoint({
+      accountId,
+      url: input.url,
+      eventTypes: [...new Set(input.eventTypes)],
+      secretEncrypted: encryptJson(this.config.piiKey, secret),
+    });
     return { endpoint: view(row), secret };
   }
 

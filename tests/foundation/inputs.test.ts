@@ -141,7 +141,7 @@ describe('inputs that cannot be stored or read', () => {
 
     it('answers a NUL in a settings field with a 400 page naming the field, storing nothing', async () => {
       const { cookie, csrf } = await signedIn();
-      const before = await h.deps.repos.branding.get({ accountId: (await h.deps.services.accounts.authenticate(apiKey))!.accountId });
+      const before = await h.deps.services.accounts.branding((await h.deps.services.accounts.authenticate(apiKey))!.accountId);
       const res = await request(h.app)
         .post('/dashboard/settings')
         .set('Cookie', cookie)
@@ -152,7 +152,7 @@ describe('inputs that cannot be stored or read', () => {
       expect(res.headers['content-security-policy']).toContain("default-src 'none'");
       expect(res.text).toContain('id="request-error"');
       expect(res.text).toContain('Reload the dashboard page and submit it again. Refused: display_name must not contain a NUL character');
-      const after = await h.deps.repos.branding.get({ accountId: (await h.deps.services.accounts.authenticate(apiKey))!.accountId });
+      const after = await h.deps.services.accounts.branding((await h.deps.services.accounts.authenticate(apiKey))!.accountId);
       expect(after).toEqual(before);
     });
 

@@ -11,6 +11,8 @@ import { ALICE, FIXTURES, SESSION_TABLES, completeKyc, createSession } from '../
 import { verifyAccount } from '../credentials/fixtures';
 import { startReceiver, type Receiver } from './receiver';
 import { eventually } from '../support/eventually';
+import { parseWebhookForm } from '../../server/dashboard/forms';
+import type { WebhookEventType } from '../../shared/webhookSignature';
 
 const TABLES = [...SESSION_TABLES, 'webhook_events'];
 const FAST = { WEBHOOK_RETRY_BASE_MS: '100', WEBHOOK_SWEEP_SECONDS: '3600' };
@@ -39,7 +41,14 @@ describe('webhook deliveries', () => {
 
   async function merchantWithEndpoint(
     statuses: number[],
-    types = ['session.verified', 'session.failed', 'session.flagged', 'session.expired', 'credential.revoked', 'operator.sanctions_flagged'],
+    types: WebhookEventType[] = [
+      'session.verified',
+      'session.failed',
+      'session.flagged',
+      'session.expired',
+      'credential.revoked',
+      'operator.sanctions_flagged',
+    ],
   ) {
     receiver = await startReceiver(statuses);
     const m = await createMerchant(h.deps, { tier: 'enterprise' });
@@ -188,20 +197,23 @@ describe('webhook deliveries', () => {
     expect(JSON.parse(m.receiver.received[1].body).id).toBe(JSON.parse(m.receiver.received[0].body).id);
   });
 
-  it('accepts https and localhost http endpoints outside production and refuses the rest', async () => {
-    const m = await createMerchant(h.deps);
-    const add = (url: string, eventTypes = ['session.verified']) =>
-      h.deps.services.webhooks.addEndpoint(m.accountId, { url, eventTypes }).then(
-        () => 'ok',
-        (e: Error & { field?: string }) => `${e.field}: ${e.message}`,
-      );
-    expect(await add('https://example.com/hooks')).toBe('ok');
-    expect(await add('http://localhost:8080/hooks')).toBe('ok');
-    expect(await add('http://example.com/hooks')).toBe('url: The URL must start with https:// (http:// only for localhost).');
-    expect(await add('ftp://example.com/')).toBe('url: The URL must start with https:// (http:// only for localhost).');
-    expect(await add('not a url')).toBe('url: Enter a full URL, for example https://example.com/kya-webhooks.');
-    expect(await add('https://example.com/', ['session.bogus'])).toBe('event_types: Choose at least one event type.');
-    expect(await add('https://example.com/', [])).toBe('event_types: Choose at least one event type.');
+  it('accepts https and localhost http endpoints outside production and refuses the rest', () => {
+    const add = (url: string, eventTypes: string | string[] = ['session.verified']) => parseWebhookForm({ url, event_types: eventTypes }, false);
+    expect(add('https://example.com/hooks')).toEqual({ ok: true, value: { url: 'https://example.com/hooks', eventTypes: ['session.verified'] } });
+    expect(add(' http://localhost:8080/hooks ', 'session.failed')).toEqual({
+      ok: true,
+      value: { url: 'http://localhost:8080/hooks', eventTypes: ['session.failed'] },
+    });
+    const https = 'The URL must start with https:// (http:// only for localhost).';
+    expect(add('http://example.com/hooks')).toEqual({ ok: false, errors: { url: https } });
+    expect(add('ftp://example.com/')).toEqual({ ok: false, errors: { url: https } });
+    expect(add('not a url')).toEqual({ ok: false, errors: { url: 'Enter a full URL, for example https://example.com/kya-webhooks.' } });
+    expect(add('https://user:pw@example.com/')).toEqual({ ok: false, errors: { url: 'The URL must not contain a user name or password.' } });
+    expect(add('https://example.com/', ['session.bogus'])).toEqual({ ok: false, errors: { event_types: 'Choose at least one event type.' } });
+    expect(add('', [])).toEqual({
+      ok: false,
+      errors: { url: 'Enter a full URL, for example https://example.com/kya-webhooks.', event_types: 'Choose at least one event type.' },
+    });
   });
 });
 
@@ -253,16 +265,21 @@ describe('webhook deliveries in production mode', () => {
     await h.close();
   });
 
-  it('refuses localhost and private-address endpoints when they are added', async () => {
-    const m = await createMerchant(h.deps);
-    for (const url of [
+  it('refuses localhost and private-address endpoints when they are added', () => {
+    const production = h.deps.config.env === 'production';
+    const refusals = [
       `https://localhost:${receiver.port}/`,
       `https://127.0.0.1:${receiver.port}/`,
       'https://10.1.2.3/',
       `http://localhost:${receiver.port}/`,
-    ]) {
-      await expect(h.deps.services.webhooks.addEndpoint(m.accountId, { url, eventTypes: ['session.verified'] })).rejects.toMatchObject({ field: 'url' });
-    }
+    ].map((url) => parseWebhookForm({ url, event_types: 'session.verified' }, production));
+    expect(refusals).toEqual([
+      { ok: false, errors: { url: 'The URL must point at a public address.' } },
+      { ok: false, errors: { url: 'The URL must point at a public address.' } },
+      { ok: false, errors: { url: 'The URL must point at a public address.' } },
+      { ok: false, errors: { url: 'The URL must start with https://.' } },
+    ]);
+    expect(parseWebhookForm({ url: 'https://hooks.example.com/kya', event_types: 'session.verified' }, production).ok).toBe(true);
   });
 
   it('never connects to a private address, even when a stored endpoint resolves to one, and logs the refusal', async () => {
