@@ -4,8 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import Joi from 'joi';
-
-export type Tier = 'free' | 'paid' | 'enterprise';
+import type { Tier } from '../shared/types';
 
 export interface Config {
   env: 'development' | 'production' | 'test';

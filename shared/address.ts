@@ -4,9 +4,6 @@
 import bs58 from 'bs58';
 import type { AddressFamily } from './types';
 
-/** The same type as AddressFamily (shared/types.ts), under the name older code imports. */
-export type AddressNetwork = AddressFamily;
-
 export interface ParsedAddress {
   network: AddressFamily;
   /** Canonical form: lowercase for EVM, verbatim for Solana. */

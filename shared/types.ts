@@ -109,6 +109,9 @@ export interface AssessRequest {
   test?: boolean;
 }
 
+/** A merchant account's plan: it sets the monthly quota and the requests per second. */
+export type Tier = 'free' | 'paid' | 'enterprise';
+
 export type VerificationLevel = 'none' | 'wallet_claimed' | 'kyc_verified';
 
 /** Only `level` when the operator has no verification. */

@@ -1,6 +1,6 @@
 // knex access to `accounts` (merchants and operators). Row types mirror the table in snake_case.
 import type { Knex } from 'knex';
-import type { Tier } from '../config';
+import type { Tier } from '../../shared/types';
 import type { VerificationLevel } from '../../shared/types';
 
 export type AccountKind = 'merchant' | 'operator';

@@ -2,7 +2,8 @@
 // Mounted before the credentials router so this path is never taken for a credential id.
 import { Router } from 'express';
 import Joi from 'joi';
-import { EVM_ZERO_ADDRESS, parseAddressFor, type AddressNetwork } from '../../shared/address';
+import { EVM_ZERO_ADDRESS, parseAddressFor } from '../../shared/address';
+import type { AddressFamily } from '../../shared/types';
 import type { Deps } from '../deps';
 import { requireApiKey } from '../http/auth';
 import { route } from '../http/asyncRoute';
@@ -10,7 +11,7 @@ import { fail, validator } from '../http/validate';
 import type { CaptureRequest } from '../services/walletCapture';
 
 export const IDEMPOTENCY_KEY_MAX = 200;
-const NETWORKS: readonly AddressNetwork[] = ['evm', 'solana'];
+const NETWORKS: readonly AddressFamily[] = ['evm', 'solana'];
 
 /** A required string: absent, null and "" are all "is required" (a capture without one is meaningless). */
 function requiredString(field: string) {
@@ -42,7 +43,7 @@ export const captureSchema = Joi.object<CaptureBody>({
   wallet_address: requiredString('wallet_address').description('The wallet that paid: EVM (0x + 40 hex) or Solana (base58), per network.'),
   network: requiredString('network')
     .custom((value: string, helpers) =>
-      NETWORKS.includes(value as AddressNetwork)
+      NETWORKS.includes(value as AddressFamily)
         ? value
         : fail(helpers, 'invalid_network', 'network must be evm or solana', { summary: 'network must be evm or solana.' }),
     )
@@ -53,7 +54,7 @@ export const captureSchema = Joi.object<CaptureBody>({
     .messages({ 'string.base': 'idempotency_key must be a string' })
     .description(`Retries with the same key are reported as deduped; keys are compared on their first ${IDEMPOTENCY_KEY_MAX} characters.`),
 }).custom((body: CaptureBody, helpers): CaptureRequest | Joi.ErrorReport => {
-  const network = body.network as AddressNetwork;
+  const network = body.network as AddressFamily;
   const parsed = parseAddressFor(network, body.wallet_address);
   if (!parsed) {
     return fail(helpers, 'invalid_wallet', `wallet_address is not a valid ${network === 'evm' ? 'EVM' : 'Solana'} address`, {

@@ -3,7 +3,8 @@
 // change to an account or its keys goes through identityChanged (every instance) before the call returns.
 import type { Knex } from 'knex';
 import { ApiError, badRequest } from '../../shared/errors';
-import type { Config, Tier } from '../config';
+import type { Config } from '../config';
+import type { Tier } from '../../shared/types';
 import { displayPrefix, newSecret, sha256Hex } from '../crypto';
 import type { AccountRow, AccountsRepository, AccountPatch } from '../repositories/accounts';
 import type { ApiKeysRepository } from '../repositories/apiKeys';

@@ -1,14 +1,14 @@
 // Wallet capture: a merchant reports which wallet paid under an operator credential. The route validates
 // the report; here the credential must be live, and the (credential, wallet, network) record is counted
 // atomically and durably before the caller gets its answer.
-import type { AddressNetwork } from '../../shared/address';
+import type { AddressFamily } from '../../shared/types';
 import type { WalletCapturesRepository } from '../repositories/walletCaptures';
 import type { CredentialLifecycleService, CredentialsService } from './credentials';
 import type { IdentityChanged } from './identity';
 
 export interface CaptureRequest {
   operatorToken: string;
-  network: AddressNetwork;
+  network: AddressFamily;
   /** Canonical: EVM lowercased, Solana verbatim. */
   walletAddress: string;
   /** Already truncated to 200 characters; null when absent or empty. */

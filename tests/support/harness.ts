@@ -9,7 +9,7 @@ import { createDeps, type Clock, type Deps, type DepsOverrides } from '../../ser
 import { createApp } from '../../server/app';
 import { createLogger } from '../../server/logger';
 import { checkResponsesOf } from './driftHook';
-import type { Tier } from '../../server/config';
+import type { Tier } from '../../shared/types';
 import { TEST_DATABASE_URL, TEST_PII_KEY, TEST_REDIS_URL, TEST_SERVER_SECRET } from './env';
 
 export class TestClock implements Clock {

@@ -1,6 +1,6 @@
 // `account …` admin commands: create, list, show, rotate-key, add-key, login-link, cancel, set, endpoint.
 import { badRequest } from '../../../shared/errors';
-import type { Tier } from '../../config';
+import type { Tier } from '../../../shared/types';
 import { intFlag, requireArg, type Command } from '../registry';
 
 export const accountCommands: Command[] = [
