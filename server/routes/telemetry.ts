@@ -2,11 +2,29 @@
 // verdicts they enforced. Recorded as a counter with bounded labels; it always answers 202 and never fails
 // the caller (mounted before the JSON parser, with its own lenient one).
 import express, { Router, type ErrorRequestHandler } from 'express';
+import Joi from 'joi';
 import { counter as metricCounter } from '../http/metrics';
 import type { Deps } from '../deps';
 
-const KINDS = new Set(['pass', 'wallet_signer_mismatch', 'wallet_auth_requires_wallet_signing']);
-const NETWORKS = new Set(['evm', 'solana']);
+const OTHER = { kind: 'other', network: 'unknown' } as const;
+
+/** A report's labels: a value the counter does not know is counted as other/unknown, never refused. */
+const reportSchema = Joi.object({
+  kind: Joi.string().valid('pass', 'wallet_signer_mismatch', 'wallet_auth_requires_wallet_signing').failover(OTHER.kind).default(OTHER.kind),
+  network: Joi.string().valid('evm', 'solana').failover(OTHER.network).default(OTHER.network),
+})
+  .failover(OTHER)
+  .prefs({ allowUnknown: true, stripUnknown: true });
+
+function labelsOf(text: unknown): { kind: string; network: string } {
+  let parsed: unknown;
+  try {
+    parsed = typeof text === 'string' && text ? JSON.parse(text) : {};
+  } catch {
+    parsed = null; // malformed: counted as other
+  }
+  return (reportSchema.validate(parsed) as { value: { kind: string; network: string } }).value;
+}
 
 export function telemetryRouter(deps: Deps): Router {
   const router = Router();
@@ -17,21 +35,12 @@ export function telemetryRouter(deps: Deps): Router {
   });
 
   router.post('/v1/telemetry/signer-match', express.text({ type: () => true, limit: '16kb' }), (req, res) => {
-    let body: Record<string, unknown> = {};
-    try {
-      const parsed: unknown = typeof req.body === 'string' && req.body ? JSON.parse(req.body) : {};
-      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) body = parsed as Record<string, unknown>;
-    } catch {
-      // Malformed telemetry is counted as "other"; the caller is never failed.
-    }
-    const kind = typeof body.kind === 'string' && KINDS.has(body.kind) ? body.kind : 'other';
-    const network = typeof body.network === 'string' && NETWORKS.has(body.network) ? body.network : 'unknown';
-    counter.inc({ kind, network });
+    counter.inc(labelsOf(req.body));
     res.status(202).json({ recorded: true });
   });
   const lenient: ErrorRequestHandler = (_err, req, res, next) => {
     if (req.path !== '/v1/telemetry/signer-match') return next(_err);
-    counter.inc({ kind: 'other', network: 'unknown' });
+    counter.inc(OTHER);
     res.status(202).json({ recorded: true });
   };
   router.use(lenient);

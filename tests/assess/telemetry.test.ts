@@ -34,6 +34,17 @@ describe('POST /v1/telemetry/signer-match', () => {
       .post('/v1/telemetry/signer-match')
       .send({ kind: 'pass', pad: 'x'.repeat(64 * 1024) })
       .expect(202);
-    expect(await count('other', 'unknown')).toBe(before + 3);
+    await request(h.app)
+      .post('/v1/telemetry/signer-match')
+      .send([{ kind: 'pass' }])
+      .expect(202);
+    expect(await count('other', 'unknown')).toBe(before + 4);
+  });
+
+  it('keeps a known verdict whose network it does not know, under network "unknown"', async () => {
+    const before = await count('pass', 'unknown');
+    await request(h.app).post('/v1/telemetry/signer-match').send({ kind: 'pass', network: 'bitcoin' }).expect(202);
+    await request(h.app).post('/v1/telemetry/signer-match').send({ kind: 'pass' }).expect(202);
+    expect(await count('pass', 'unknown')).toBe(before + 2);
   });
 });
