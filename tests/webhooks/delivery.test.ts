@@ -12,7 +12,7 @@ import { verifyAccount } from '../credentials/fixtures';
 import { startReceiver, type Receiver } from './receiver';
 import { eventually } from '../support/eventually';
 import { parseWebhookForm } from '../../server/dashboard/forms';
-import type { WebhookEventType } from '../../shared/webhookSignature';
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../../shared/webhookSignature';
 
 const TABLES = [...SESSION_TABLES, 'webhook_events'];
 const FAST = { WEBHOOK_RETRY_BASE_MS: '100', WEBHOOK_SWEEP_SECONDS: '3600' };
@@ -39,17 +39,7 @@ describe('webhook deliveries', () => {
   });
   afterAll(() => h.close());
 
-  async function merchantWithEndpoint(
-    statuses: number[],
-    types: WebhookEventType[] = [
-      'session.verified',
-      'session.failed',
-      'session.flagged',
-      'session.expired',
-      'credential.revoked',
-      'operator.sanctions_flagged',
-    ],
-  ) {
+  async function merchantWithEndpoint(statuses: number[], types: WebhookEventType[] = [...WEBHOOK_EVENT_TYPES]) {
     receiver = await startReceiver(statuses);
     const m = await createMerchant(h.deps, { tier: 'enterprise' });
     const { endpoint, secret } = await h.deps.services.webhooks.addEndpoint(m.accountId, { url: receiver.url, eventTypes: types });
