@@ -84,7 +84,7 @@ describe('dashboard sign-in', () => {
     expect(await h.deps.services.accounts.authenticate(m.apiKey)).not.toBeNull();
   });
 
-  it('rate-limits failed key sign-ins per address: the 11th attempt in 15 minutes is refused even with the right key', async () => {
+  it('rate-limits failed sign-ins per address across both forms: the 11th attempt in 15 minutes is refused, with Retry-After, even with the right key or link', async () => {
     const m = await createMerchant(h.deps);
     const agent = request.agent(h.app);
     const form = await agent.get('/dashboard/signin');
@@ -101,6 +101,20 @@ describe('dashboard sign-in', () => {
     }
     const blocked = await agent.post('/dashboard/signin').type('form').send({ csrf, api_key: m.apiKey });
     expect(blocked.status).toBe(429);
+    expect(blocked.headers['retry-after']).toBe('900');
     expect(blocked.text).toContain('Too many failed sign-ins. Try again in 15 minutes.');
+
+    // The one-time link form counts against the same budget: a valid link is refused from this address too.
+    const { url } = await h.deps.services.dashboard.createLoginLink(m.accountId);
+    const linkForm = await agent.get(new URL(url).pathname);
+    const linkCsrf = /name="csrf" value="([^"]+)"/.exec(linkForm.text)![1];
+    const linkBlocked = await agent
+      .post('/dashboard/login')
+      .type('form')
+      .send({ csrf: linkCsrf, token: tokenOf(url) });
+    expect(linkBlocked.status).toBe(429);
+    expect(linkBlocked.headers['retry-after']).toBe('900');
+    expect(linkBlocked.text).toContain('Too many failed sign-ins. Try again in 15 minutes.');
+    expect(await h.deps.services.dashboard.signInWithLink(tokenOf(url))).not.toBeNull();
   });
 });

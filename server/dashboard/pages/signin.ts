@@ -26,6 +26,40 @@ export function signInPages(router: Router, kit: DashboardKit): void {
   }
   const recordFailure = (req: Request) => deps.kv.incr(failKey(req), 15 * 60_000);
 
+  /**
+   * A sign-in form's POST: CSRF checked, refused for 15 minutes after too many failures from this address, and
+   * on success a new session. Every answer but the redirect is the form again with the message.
+   */
+  function signInPost(options: {
+    csrfScope: string;
+    render: (nonce: string, csrf: string, error: string) => string;
+    expired: string;
+    invalid: string;
+    signIn: (body: unknown) => Promise<{ sessionId: string } | null>;
+  }) {
+    return route(async (req, res) => {
+      const nonce = crypto.randomBytes(16).toString('base64');
+      pageHeaders(res, nonce);
+      const csrf = issueCsrf(req, res, secret, options.csrfScope, secure, '/dashboard');
+      if (!csrfValid(req, secret, options.csrfScope)) {
+        res.status(403).send(options.render(nonce, csrf, options.expired));
+        return;
+      }
+      if (await tooManyFailures(req)) {
+        res.setHeader('Retry-After', '900');
+        res.status(429).send(options.render(nonce, csrf, 'Too many failed sign-ins. Try again in 15 minutes.'));
+        return;
+      }
+      const signedIn = await options.signIn(req.body);
+      if (!signedIn) {
+        await recordFailure(req);
+        res.status(401).send(options.render(nonce, csrf, options.invalid));
+        return;
+      }
+      startSession(res, signedIn.sessionId);
+    });
+  }
+
   router.get(
     '/dashboard/signin',
     route(async (req, res) => {
@@ -38,27 +72,15 @@ export function signInPages(router: Router, kit: DashboardKit): void {
   router.post(
     '/dashboard/signin',
     form,
-    route(async (req, res) => {
-      const nonce = crypto.randomBytes(16).toString('base64');
-      pageHeaders(res, nonce);
-      const csrf = issueCsrf(req, res, secret, 'dashboard-signin', secure, '/dashboard');
-      if (!csrfValid(req, secret, 'dashboard-signin')) {
-        res.status(403).send(signInPage(nonce, csrf, 'This form has expired. Please try again.'));
-        return;
-      }
-      if (await tooManyFailures(req)) {
-        res.setHeader('Retry-After', '900');
-        res.status(429).send(signInPage(nonce, csrf, 'Too many failed sign-ins. Try again in 15 minutes.'));
-        return;
-      }
-      const apiKey = parseKeySignIn(req.body);
-      const signedIn = apiKey ? await dashboard.signInWithKey(apiKey) : null;
-      if (!signedIn) {
-        await recordFailure(req);
-        res.status(401).send(signInPage(nonce, csrf, 'That API key is not valid.'));
-        return;
-      }
-      startSession(res, signedIn.sessionId);
+    signInPost({
+      csrfScope: 'dashboard-signin',
+      render: (nonce, csrf, error) => signInPage(nonce, csrf, error),
+      expired: 'This form has expired. Please try again.',
+      invalid: 'That API key is not valid.',
+      signIn: async (body) => {
+        const apiKey = parseKeySignIn(body);
+        return apiKey ? dashboard.signInWithKey(apiKey) : null;
+      },
     }),
   );
 
@@ -75,28 +97,15 @@ export function signInPages(router: Router, kit: DashboardKit): void {
   router.post(
     '/dashboard/login',
     form,
-    route(async (req, res) => {
-      const nonce = crypto.randomBytes(16).toString('base64');
-      pageHeaders(res, nonce);
-      const csrf = issueCsrf(req, res, secret, 'dashboard-link', secure, '/dashboard');
-      if (!csrfValid(req, secret, 'dashboard-link')) {
-        res.status(403).send(linkPage(nonce, csrf, '', 'This form has expired. Open the sign-in link again.'));
-        return;
-      }
-      if (await tooManyFailures(req)) {
-        res.status(429).send(linkPage(nonce, csrf, '', 'Too many failed sign-ins. Try again in 15 minutes.'));
-        return;
-      }
-      const token = parseLinkSignIn(req.body);
-      const signedIn = token ? await dashboard.signInWithLink(token) : null;
-      if (!signedIn) {
-        await recordFailure(req);
-        res
-          .status(401)
-          .send(linkPage(nonce, csrf, '', 'This sign-in link is not valid: it was already used, has expired, or is incomplete. Ask for a new one.'));
-        return;
-      }
-      startSession(res, signedIn.sessionId);
+    signInPost({
+      csrfScope: 'dashboard-link',
+      render: (nonce, csrf, error) => linkPage(nonce, csrf, '', error),
+      expired: 'This form has expired. Open the sign-in link again.',
+      invalid: 'This sign-in link is not valid: it was already used, has expired, or is incomplete. Ask for a new one.',
+      signIn: async (body) => {
+        const token = parseLinkSignIn(body);
+        return token ? dashboard.signInWithLink(token) : null;
+      },
     }),
   );
 
