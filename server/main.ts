@@ -58,7 +58,7 @@ if (require.main === module) {
   }
   if (cluster.isPrimary && config.webConcurrency > 1) supervise(config);
   else {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- a cluster primary never loads the server it supervises
     const { start } = require('./serve') as typeof import('./serve');
     start(config).catch(fail);
   }

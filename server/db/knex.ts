@@ -76,9 +76,9 @@ export function createDb(config: Config, options: DbOptions = {}): Db {
   fs.mkdirSync(dir, { recursive: true });
   const release = lockDataDir(config.dataDir);
   initPgliteDir(dir);
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only in embedded mode, so a PostgreSQL deployment never loads PGlite
   const ClientPGLite = require('knex-pglite') as NonNullable<Knex.Config['client']>;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- as above: embedded mode only
   const { PGlite } = require('@electric-sql/pglite') as typeof import('@electric-sql/pglite');
   const pglite = new PGlite({ dataDir: dir, postgresqlconf: PGLITE_CONF });
   const db = knexFactory({ client: ClientPGLite, dialect: 'postgres', connection: { pglite }, log: knexLog(options.logger) } as Knex.Config);

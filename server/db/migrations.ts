@@ -23,7 +23,7 @@ export function migrationSource(dir: string = MIGRATIONS_DIR): Knex.MigrationSou
       return file.replace(/\.(ts|js)$/, '.ts');
     },
     async getMigration(file) {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- a migration file named at run time (.ts under tsx, .js when built)
       return require(path.join(dir, file)) as MigrationModule;
     },
   };

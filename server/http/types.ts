@@ -4,7 +4,7 @@ import type { Principal } from '../services/accounts';
 import type { QuotaState } from '../services/quota';
 
 declare global {
-  // eslint-disable-next-line @typescript-eslint/no-namespace
+  // eslint-disable-next-line @typescript-eslint/no-namespace -- Express's request type is extended by declaration merging into its namespace
   namespace Express {
     interface Request {
       /** Correlation id, echoed as X-Request-Id. */
