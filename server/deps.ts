@@ -423,7 +423,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     // reputation
     reputation,
     webhooks,
-    dashboard: new DashboardService(repos.dashboard, accounts, repos.usage, config, now),
+    dashboard: new DashboardService({ repo: repos.dashboard, accounts, usage: repos.usage, kv, config, now }),
     readiness,
   };
   return { config, logger, clock, db, redis, kv, pubsub, jobs, metrics, limiters, meter, lifecycle, circuits, repos, services };

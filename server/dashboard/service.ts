@@ -6,8 +6,10 @@ import { credentialStatus } from '../services/credentials';
 import type { AccountsService } from '../services/accounts';
 import type { UsageRepository } from '../repositories/usage';
 import type { DashboardRepository, ActivityFilter } from '../repositories/dashboard';
+import type { KeyValueStore } from '../stores/kv';
 
 const DAY_MS = 86_400_000;
+const signInFailureKey = (client: string) => `dashboard-signin-fail:${client}`;
 /** How long a flash waits for the redirected page to load it. */
 const FLASH_TTL_MS = 60_000;
 
@@ -36,14 +38,45 @@ export interface Flash {
   newKey?: { key: string; others: 'revoked' | 'kept' };
 }
 
+export interface DashboardServiceOptions {
+  repo: DashboardRepository;
+  accounts: AccountsService;
+  usage: UsageRepository;
+  /** Counts failed sign-ins per client address (shared by every instance when it is Redis). */
+  kv: KeyValueStore;
+  config: Config;
+  now: () => Date;
+}
+
+/** Failed sign-ins one client address may make in SIGN_IN_WINDOW_MS before both sign-in forms refuse it. */
+export const FAILED_SIGN_INS_ALLOWED = 10;
+export const SIGN_IN_WINDOW_MS = 15 * 60_000;
+
 export class DashboardService {
-  constructor(
-    private readonly repo: DashboardRepository,
-    private readonly accounts: AccountsService,
-    private readonly usage: UsageRepository,
-    private readonly config: Config,
-    private readonly now: () => Date,
-  ) {}
+  private readonly repo: DashboardRepository;
+  private readonly accounts: AccountsService;
+  private readonly usage: UsageRepository;
+  private readonly kv: KeyValueStore;
+  private readonly config: Config;
+  private readonly now: () => Date;
+
+  constructor(options: DashboardServiceOptions) {
+    this.repo = options.repo;
+    this.accounts = options.accounts;
+    this.usage = options.usage;
+    this.kv = options.kv;
+    this.config = options.config;
+    this.now = options.now;
+  }
+
+  /** Whether `client` (its address) has used up its failed sign-ins for now. */
+  async signInBlocked(client: string): Promise<boolean> {
+    return Number((await this.kv.get(signInFailureKey(client))) ?? 0) >= FAILED_SIGN_INS_ALLOWED;
+  }
+
+  async recordFailedSignIn(client: string): Promise<void> {
+    await this.kv.incr(signInFailureKey(client), SIGN_IN_WINDOW_MS);
+  }
 
   private idleSince(): Date {
     return new Date(this.now().getTime() - this.config.dashboard.idleMinutes * 60_000);

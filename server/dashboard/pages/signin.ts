@@ -8,8 +8,10 @@ import { pageHeaders } from '../../verify/errorPage';
 import { SESSION_COOKIE, type DashboardKit } from '../kit';
 import { parseKeySignIn, parseLinkSignIn } from '../forms';
 import { linkPage, signInPage } from '../views';
+import { SIGN_IN_WINDOW_MS } from '../service';
 
-const FAILED_SIGNINS_PER_15_MIN = 10;
+/** The address failed sign-ins are counted against (the client's, behind the configured trusted proxies). */
+const clientOf = (req: Request) => req.ip ?? 'unknown';
 
 export function signInPages(router: Router, kit: DashboardKit): void {
   const { deps, secret, secure, form, cookieAttrs, authed } = kit;
@@ -19,12 +21,6 @@ export function signInPages(router: Router, kit: DashboardKit): void {
     res.append('Set-Cookie', `${SESSION_COOKIE}=${sessionId}; ${cookieAttrs}`);
     res.redirect(303, '/dashboard');
   }
-
-  const failKey = (req: Request) => `dashboard-signin-fail:${req.ip}`;
-  async function tooManyFailures(req: Request) {
-    return Number((await deps.kv.get(failKey(req))) ?? 0) >= FAILED_SIGNINS_PER_15_MIN;
-  }
-  const recordFailure = (req: Request) => deps.kv.incr(failKey(req), 15 * 60_000);
 
   /**
    * A sign-in form's POST: CSRF checked, refused for 15 minutes after too many failures from this address, and
@@ -45,14 +41,14 @@ export function signInPages(router: Router, kit: DashboardKit): void {
         res.status(403).send(options.render(nonce, csrf, options.expired));
         return;
       }
-      if (await tooManyFailures(req)) {
-        res.setHeader('Retry-After', '900');
+      if (await dashboard.signInBlocked(clientOf(req))) {
+        res.setHeader('Retry-After', String(SIGN_IN_WINDOW_MS / 1000));
         res.status(429).send(options.render(nonce, csrf, 'Too many failed sign-ins. Try again in 15 minutes.'));
         return;
       }
       const signedIn = await options.signIn(req.body);
       if (!signedIn) {
-        await recordFailure(req);
+        await dashboard.recordFailedSignIn(clientOf(req));
         res.status(401).send(options.render(nonce, csrf, options.invalid));
         return;
       }
