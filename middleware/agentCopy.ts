@@ -4,13 +4,11 @@
 import { durationText } from '../shared/duration';
 import { retryWithBackoffAdvice } from '../shared/retryAdvice';
 import type { ParsedAddress } from '../shared/address';
+import type { AgentInstructions } from '../shared/errors';
 import type { InfraReason } from './core';
 
-export interface GateInstructions {
-  action: string;
-  steps: string[];
-  user_message: string;
-}
+/** The instructions a gate denial carries: the server's `agent_instructions` envelope. */
+export type GateInstructions = AgentInstructions;
 
 /** The default Retry-After of a gate 503 when the identity server sent none. */
 export const DEFAULT_RETRY_AFTER_SECONDS = 5;

@@ -3,6 +3,7 @@
 // own transport (keep-alive, per-attempt timeout, one retry for 5xx/429 honouring Retry-After, never for
 // quota_exceeded or contact_merchant), and the gate calls the identity server through it.
 import type { AssessResponse, CredentialSummary, TokenExpiredBody } from '../shared/types';
+import type { AgentInstructions } from '../shared/errors';
 
 export type { CredentialSummary };
 import { IdentityClient, type CallOutcome } from './client';
@@ -97,11 +98,7 @@ export interface WithQuota<T> {
 
 // --------------------------------------------------------------------------------------------- errors
 
-export interface AgentInstructionsEnvelope {
-  action?: string;
-  steps?: string[];
-  user_message?: string;
-}
+export type AgentInstructionsEnvelope = Partial<AgentInstructions>;
 
 /** Any non-2xx answer; `code` is the server's error code, `body` the whole response body. */
 export class ApiError extends Error {

@@ -4,6 +4,7 @@
 import crypto from 'node:crypto';
 import { parseAddress, type ParsedAddress } from '../shared/address';
 import { isChain, CHAINS } from '../shared/chains';
+import { decodeSiwxHeader, SIWX_HEADER, SIWX_MAX_HEADER_LENGTH, SIWX_MAX_LIFETIME_MS } from '../shared/siwx';
 import { cacheKey, ttlFor, VERIFICATION_FIXABLE, DecisionCache, type CachedAssess } from './cache';
 import { KyaClient } from './api';
 import { IdentityClient, type CallOutcome } from './client';
@@ -138,9 +139,6 @@ const RESERVED_FIELDS = new Set([
   'details',
 ]);
 
-const SIWX_HEADER = 'SIGN-IN-WITH-X';
-const SIWX_MAX_HEADER_LENGTH = 8 * 1024;
-const SIWX_LIFETIME_MS = 5 * 60_000;
 const SOLANA_MAINNET = 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp';
 /** EVM chain ids advertised in the challenge (EIP-191 signatures are not chain-bound; the id is informational). */
 const EVM_CHAIN_IDS: Readonly<Record<string, number>> = { base: 8453, ethereum: 1, arbitrum: 42161, optimism: 10, polygon: 137 };
@@ -162,14 +160,14 @@ function bodyMessage(body: ErrorResponseBody | null, fallback: string): string {
 export class GateCore<Req = unknown, Res = unknown> {
   /** The typed API client every identity-server call goes through. */
   private readonly api: KyaClient;
-  private readonly client: IdentityClient;
   /** Sessions minted under createSessionOnMissing's own apiKey/baseUrl, when it sets them. */
   private readonly sessionApi: KyaClient;
   private readonly cache: DecisionCache<CachedAssess>;
 
   constructor(readonly config: Readonly<GateConfig<Req, Res>>) {
-    this.client = new IdentityClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, timeoutMs: config.timeoutMs, userAgent: config.userAgent });
-    this.api = new KyaClient({ transport: this.client });
+    this.api = new KyaClient({
+      transport: new IdentityClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, timeoutMs: config.timeoutMs, userAgent: config.userAgent }),
+    });
     const session = config.session;
     this.sessionApi =
       session && (session.apiKey !== undefined || session.baseUrl !== undefined)
@@ -267,11 +265,11 @@ export class GateCore<Req = unknown, Res = unknown> {
       // and its answer is never stored (a replay within the cache TTL would otherwise pass without the server).
       const origin = this.config.publicOrigin!;
       body.wallet_proof = { type: 'siwx', header: proofHeader, domain: origin.domain, uri: origin.origin };
-      return this.client.post<AssessResponseBody>('v1/assess', body, { retry: true }).then((outcome) => {
-        if (outcome.kind !== 'ok') return this.failure(req, outcome, result, capture);
-        const entry: CachedAssess = Object.freeze({ body: deepFreeze(outcome.body), quota: outcome.quota ? Object.freeze({ ...outcome.quota }) : null });
-        return this.decide(req, entry, result, capture, who);
-      });
+      return this.api.outcome
+        .assess(body)
+        .then((outcome) =>
+          outcome.kind === 'ok' ? this.decide(req, frozenEntry(outcome), result, capture, who) : this.failure(req, outcome, result, capture),
+        );
     }
     const key = cacheKey({ operatorToken, walletAddress: wallet?.address ?? null, policyKey: this.config.policyKey, chain, signer: wireSigner });
     const hit = this.cache.get(key);
@@ -293,8 +291,7 @@ export class GateCore<Req = unknown, Res = unknown> {
     if (value.length > SIWX_MAX_HEADER_LENGTH) return { malformed: `${SIWX_HEADER} is longer than ${SIWX_MAX_HEADER_LENGTH} characters.` };
     let parsed: unknown;
     try {
-      if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(value)) throw new Error('not base64');
-      parsed = JSON.parse(Buffer.from(value.replace(/-/g, '+').replace(/_/g, '/'), 'base64').toString('utf8'));
+      parsed = decodeSiwxHeader(value);
     } catch {
       return { malformed: `${SIWX_HEADER} is not base64-encoded JSON.` };
     }
@@ -307,8 +304,7 @@ export class GateCore<Req = unknown, Res = unknown> {
   private async assess(key: string, body: AssessRequestBody): Promise<CallOutcome<CachedAssess>> {
     const outcome = await this.api.outcome.assess(body);
     if (outcome.kind !== 'ok') return outcome;
-    // Frozen once here: every request that reuses this answer reads it, none can alter it for the others.
-    const entry: CachedAssess = Object.freeze({ body: deepFreeze(outcome.body), quota: outcome.quota ? Object.freeze({ ...outcome.quota }) : null });
+    const entry = frozenEntry(outcome);
     this.cache.set(key, entry, ttlFor(entry.body, this.config.cacheTtlMs));
     return { ...outcome, body: entry };
   }
@@ -600,7 +596,7 @@ export class GateCore<Req = unknown, Res = unknown> {
   }
 
   private proveWalletInstructions(wallet: ParsedAddress): GateInstructions {
-    return proveWalletControl(wallet, { siwxHeader: SIWX_HEADER, siwx: Boolean(this.config.publicOrigin), proofLifetimeSeconds: SIWX_LIFETIME_MS / 1000 });
+    return proveWalletControl(wallet, { siwxHeader: SIWX_HEADER, siwx: Boolean(this.config.publicOrigin), proofLifetimeSeconds: SIWX_MAX_LIFETIME_MS / 1000 });
   }
 
   /** The x402 sign-in-with-x challenge (fresh nonce, 5-minute window); null when the merchant set no publicOrigin. */
@@ -629,7 +625,7 @@ export class GateCore<Req = unknown, Res = unknown> {
         version: '1',
         nonce: crypto.randomBytes(16).toString('hex'),
         issuedAt: issuedAt.toISOString(),
-        expirationTime: new Date(issuedAt.getTime() + SIWX_LIFETIME_MS).toISOString(),
+        expirationTime: new Date(issuedAt.getTime() + SIWX_MAX_LIFETIME_MS).toISOString(),
         statement: SIWX_STATEMENT,
       },
       supportedChains,
@@ -742,4 +738,9 @@ function deepFreeze<T>(value: T): T {
     for (const v of Object.values(value as object)) deepFreeze(v);
   }
   return value;
+}
+
+/** An assess answer frozen once: every request that reuses it reads it, none can alter it for the others. */
+function frozenEntry(outcome: { body: AssessResponseBody; quota: CachedAssess['quota'] }): CachedAssess {
+  return Object.freeze({ body: deepFreeze(outcome.body), quota: outcome.quota ? Object.freeze({ ...outcome.quota }) : null });
 }

@@ -3,6 +3,7 @@
 // from the API description (/openapi.json). The gate only talks HTTP, so fields the server may omit are optional.
 
 import type { AssessRequest, AssessResponse, AddressFamily, Policy } from '../shared/types';
+import type { AgentInstructions } from '../shared/errors';
 
 export type { AddressFamily, SignerMatch, SignerSanctions, WalletProofVerdict, WalletProofReason, AssessWalletProof } from '../shared/types';
 export type WirePolicy = Policy;
@@ -31,7 +32,7 @@ export interface SessionBody {
 
 export interface ErrorResponseBody {
   error: { code: string; message: string; details?: Array<{ field: string; message: string }>; [extra: string]: unknown };
-  agent_instructions?: string | { action?: string; steps?: string[]; user_message?: string };
+  agent_instructions?: string | Partial<AgentInstructions>;
   [topLevel: string]: unknown;
 }
 

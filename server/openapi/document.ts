@@ -10,7 +10,7 @@ import { createCredentialSchema } from '../routes/credentials';
 import { reputationParamsSchema, reputationQuerySchema } from '../routes/reputation';
 import { createSessionSchema, refreshSchema } from '../routes/sessions';
 import { captureSchema } from '../routes/wallets';
-import { MAX_HEADER_LENGTH } from '../services/walletProof';
+import { SIWX_MAX_HEADER_LENGTH } from '../../shared/siwx';
 import { componentSchemas, errorBody, obj, ref, str, type Schema } from './schemas';
 
 /**
@@ -29,7 +29,7 @@ const DOCUMENTED_FIELDS: Record<string, Joi.Schema> = {
   Network: Joi.string().valid('evm', 'solana'),
   WalletProof: Joi.object({
     type: Joi.string().valid('siwx').required(),
-    header: Joi.string().max(MAX_HEADER_LENGTH).required().description("The agent's SIGN-IN-WITH-X header value, verbatim (base64-encoded JSON)."),
+    header: Joi.string().max(SIWX_MAX_HEADER_LENGTH).required().description("The agent's SIGN-IN-WITH-X header value, verbatim (base64-encoded JSON)."),
     domain: Joi.string().required().description("The host the proof must be signed for: the merchant's public host, never a request's Host header."),
     uri: Joi.string()
       .uri({ scheme: ['http', 'https'] })

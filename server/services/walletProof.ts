@@ -10,19 +10,16 @@ import type { FieldProblem } from '../../shared/errors';
 import type { AddressFamily, WalletProofReason, WalletProofVerdict } from '../../shared/types';
 import type { KeyValueStore } from '../stores/kv';
 import { durationText } from '../../shared/duration';
+import { decodeSiwxHeader, SIWX_MAX_HEADER_LENGTH, SIWX_MAX_LIFETIME_MS } from '../../shared/siwx';
 
-/** Longest validity window a proof may claim: a leaked proof is useless after this. */
-export const SIWX_MAX_LIFETIME_MS = 5 * 60_000;
 /** Clock difference tolerated between the agent's clock and ours for issuedAt / notBefore. */
 export const SIWX_CLOCK_SKEW_MS = 30_000;
-export const MAX_HEADER_LENGTH = 8 * 1024;
 const MAX_RESOURCES = 20;
 
 const EIP155 = /^eip155:([1-9][0-9]{0,18})$/;
 const SOLANA = /^solana:([1-9A-HJ-NP-Za-km-z]{1,32})$/;
 const NONCE = /^[0-9a-fA-F]{32}$/;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/;
-const BASE64 = /^[A-Za-z0-9+/_-]+={0,2}$/;
 const HOST = /^[A-Za-z0-9.-]+(?::[0-9]{1,5})?$/;
 // Any line break or control character would let one set of fields render the same text as another.
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
@@ -61,9 +58,8 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 function decodeHeader(value: string): Record<string, unknown> | null {
-  if (!BASE64.test(value)) return null;
   try {
-    const parsed: unknown = JSON.parse(Buffer.from(value.replace(/-/g, '+').replace(/_/g, '/'), 'base64').toString('utf8'));
+    const parsed = decodeSiwxHeader(value);
     return isObject(parsed) ? parsed : null;
   } catch {
     return null;
@@ -98,8 +94,8 @@ export function parseWalletProof(raw: unknown, problems: FieldProblem[]): Wallet
     problem('header', 'must be the SIGN-IN-WITH-X header value (base64-encoded JSON)');
     return null;
   }
-  if (raw.header.length > MAX_HEADER_LENGTH) {
-    problem('header', `must be at most ${MAX_HEADER_LENGTH} characters`);
+  if (raw.header.length > SIWX_MAX_HEADER_LENGTH) {
+    problem('header', `must be at most ${SIWX_MAX_HEADER_LENGTH} characters`);
     return null;
   }
   const body = decodeHeader(raw.header.trim());
