@@ -168,6 +168,8 @@ export interface DepsOverrides {
 
 /** Statement bound of the bulk pool (storing or reading a whole sanctions list). */
 const BULK_TIMEOUT_MS = 30_000;
+/** Connection bound of the bulk pool: its work runs beside CPU-heavy list parsing, which can delay a handshake. */
+const BULK_CONNECT_TIMEOUT_MS = 10_000;
 
 export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
   const logger = overrides.logger ?? createLogger(config.logLevel);
@@ -178,11 +180,11 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const onConnectionError = (err: Error) => logger.warn({ err: err.message }, 'database connection error');
   const db = createDb(config, { logger, onConnectionError });
   lifecycle.onStop('database', () => db.destroy());
-  // Storing and reading a whole sanctions list (megabytes of JSON) is background work: it gets its own small
-  // pool with a generous bound instead of the request path's DEPENDENCY_TIMEOUT_MS. Embedded: the one PGlite.
+  // The sanctions lists (megabytes of JSON, stored, read and checked by background refreshes) get their own small
+  // pool with generous bounds instead of the request path's DEPENDENCY_TIMEOUT_MS. Embedded: the one PGlite.
   let bulkDb = db;
   if (config.databaseUrl) {
-    const bulk = createDb(config, { logger, onConnectionError, timeoutMs: BULK_TIMEOUT_MS, poolMax: 2 });
+    const bulk = createDb(config, { logger, onConnectionError, timeoutMs: BULK_TIMEOUT_MS, connectTimeoutMs: BULK_CONNECT_TIMEOUT_MS, poolMax: 2 });
     lifecycle.onStop('database (bulk)', () => bulk.destroy());
     bulkDb = bulk;
   }
@@ -251,8 +253,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     // assess
     operatorLookup: new OperatorLookupRepository(db),
     audit: new AuditRepository(db),
-    walletLists: new SanctionsWalletListsRepository(db, bulkDb),
-    nameLists: new SanctionsNameListsRepository(db, bulkDb),
+    walletLists: new SanctionsWalletListsRepository(bulkDb),
+    nameLists: new SanctionsNameListsRepository(bulkDb),
     // sessions
     refreshTokens: new RefreshTokensRepository(db),
     operators: new OperatorsRepository(db),

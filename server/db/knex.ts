@@ -30,6 +30,11 @@ export interface DbOptions {
   timeoutMs?: number;
   /** Pool size, instead of DB_POOL_MAX. */
   poolMax?: number;
+  /**
+   * Bound on opening a connection (default: the statement bound, at most 1 s, so requests fail fast). Background
+   * pools give more: a connection opened while this process is busy parsing a list must not time out on it.
+   */
+  connectTimeoutMs?: number;
   /** Where knex's own warnings go (e.g. "Acquire connection error"); default: knex prints to the console. */
   logger?: Pick<Logger, 'warn' | 'error' | 'debug'>;
 }
@@ -54,7 +59,7 @@ export function createDb(config: Config, options: DbOptions = {}): Db {
       client: 'pg',
       connection: {
         connectionString: config.databaseUrl,
-        connectionTimeoutMillis: Math.min(timeout, 1000),
+        connectionTimeoutMillis: options.connectTimeoutMs ?? Math.min(timeout, 1000),
         ...bounds,
         keepAlive: true,
       } as Knex.PgConnectionConfig,

@@ -23,16 +23,16 @@ export interface StoredListRow extends StoredListInfo {
 }
 
 export class SanctionsWalletListsRepository {
-  /** `bulk`: the pool for writing and reading whole lists (a longer statement bound); defaults to `db`. */
-  constructor(
-    private readonly db: Knex,
-    private readonly bulk: Knex = db,
-  ) {}
+  /**
+   * `db`: the bulk pool in a deployment (see createDeps). Every query of the list table is background work (a
+   * refresh, a reload, storing or reading a whole list of megabytes), bounded generously, never on a request path.
+   */
+  constructor(private readonly db: Knex) {}
 
   /** Persists `list` as the newest and prunes all but the newest few, in one transaction. */
-  async save(input: { list: WalletList; checkedAt?: Date }, trx?: Knex.Transaction): Promise<number> {
-    const { list, checkedAt = list.meta.loadedAt } = input;
-    return (trx ?? this.bulk).transaction(async (tx) => {
+  async save(input: { list: WalletList }, trx?: Knex.Transaction): Promise<number> {
+    const { list } = input;
+    return (trx ?? this.db).transaction(async (tx) => {
       const [row] = await tx('sanctions_wallet_lists')
         .insert({
           source: list.meta.source,
@@ -45,7 +45,7 @@ export class SanctionsWalletListsRepository {
           entries: JSON.stringify(list.rows()),
           etag: list.meta.validators?.etag ?? null,
           last_modified: list.meta.validators?.lastModified ?? null,
-          checked_at: checkedAt,
+          checked_at: list.meta.loadedAt,
         })
         .returning<Array<{ id: string }>>('id');
       await tx.raw(`delete from sanctions_wallet_lists where id not in (select id from sanctions_wallet_lists order by id desc limit ?)`, [KEEP]);
@@ -68,6 +68,6 @@ export class SanctionsWalletListsRepository {
 
   /** The newest persisted list with its entries. */
   async latest(trx?: Knex.Transaction): Promise<StoredListRow | undefined> {
-    return (trx ?? this.bulk)<StoredListRow>('sanctions_wallet_lists').orderBy('id', 'desc').first();
+    return (trx ?? this.db)<StoredListRow>('sanctions_wallet_lists').orderBy('id', 'desc').first();
   }
 }
