@@ -1,6 +1,7 @@
 // knex access to `api_keys`: only hashes and display prefixes are stored, never a key.
 import type { Knex } from 'knex';
 import type { AccountRow } from './accounts';
+import { touchLastUsed } from './lastUsed';
 
 export interface ApiKeyRow {
   id: string;
@@ -41,12 +42,7 @@ export class ApiKeysRepository {
 
   /** Batched last_used_at update (written behind the request path; see AccountsService.noteKeyUse). */
   async touch(input: { uses: Array<{ id: string; at: Date }> }): Promise<void> {
-    if (input.uses.length === 0) return;
-    await this.db.raw(
-      `update api_keys k set last_used_at = greatest(coalesce(k.last_used_at, v.at), v.at)
-       from (select unnest(?::uuid[]) as id, unnest(?::timestamptz[]) as at) v where k.id = v.id`,
-      [input.uses.map((u) => u.id), input.uses.map((u) => u.at.toISOString())],
-    );
+    await touchLastUsed(this.db, 'api_keys', input.uses);
   }
 
   /** Revokes one active key of the account; undefined when it has no such active key. */

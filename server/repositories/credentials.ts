@@ -1,6 +1,7 @@
 // knex access to `credentials` (operator credentials, `opc_…`): hashes and display prefixes only, plus the
 // refresh-token chain queries behind the `refreshable` flag and cascade revocation.
 import type { Knex } from 'knex';
+import { touchLastUsed } from './lastUsed';
 
 export interface CredentialRow {
   id: string;
@@ -48,12 +49,7 @@ export class CredentialsRepository {
 
   /** Batched last_used_at update (written behind the hot path). */
   async touch(input: { uses: Array<{ id: string; at: Date }> }): Promise<void> {
-    if (input.uses.length === 0) return;
-    await this.db.raw(
-      `update credentials c set last_used_at = greatest(coalesce(c.last_used_at, v.at), v.at)
-       from (select unnest(?::uuid[]) as id, unnest(?::timestamptz[]) as at) v where c.id = v.id`,
-      [input.uses.map((u) => u.id), input.uses.map((u) => u.at.toISOString())],
-    );
+    await touchLastUsed(this.db, 'credentials', input.uses);
   }
 
   /**

@@ -473,14 +473,6 @@ export class ReputationChainRepository {
     );
     return rows.rows.map((r) => r.chain).sort();
   }
-
-  async countPayments(input: { chain: string }, trx?: Knex.Transaction): Promise<number> {
-    const row = await (trx ?? this.db)<CandidatePaymentRow>('candidate_payments')
-      .where({ chain: input.chain })
-      .count<{ count: number }[]>('* as count')
-      .first();
-    return Number(row?.count ?? 0);
-  }
 }
 
 /** Aggregates over the candidate payments of one address (bound three times as `?`), per group. */

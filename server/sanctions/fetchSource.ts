@@ -1,5 +1,9 @@
 // Reads a sanctions list over HTTP(S) with conditional requests (If-None-Match / If-Modified-Since), so an
-// hourly refresh of an unchanged list costs a 304 and no parsing; bounded in size and time.
+// hourly refresh of an unchanged list costs a 304 and no parsing; bounded in size and time. Also the local-file
+// read and the OFAC CSV parse shared by the name and wallet lists.
+import fs from 'node:fs/promises';
+import { parse } from 'csv-parse/sync';
+
 export interface Validators {
   etag: string | null;
   lastModified: string | null;
@@ -33,4 +37,17 @@ export async function fetchConditional(url: string, validators: Validators | nul
   const body = Buffer.from(await res.arrayBuffer());
   if (body.length > MAX_SOURCE_BYTES) throw new Error(`${url} is larger than ${MAX_SOURCE_BYTES} bytes`);
   return { status: 'ok', body, validators: { etag: res.headers.get('etag'), lastModified: res.headers.get('last-modified') } };
+}
+
+/** Reads a local list file, refusing one larger than MAX_SOURCE_BYTES. */
+export async function readLocalSource(file: string): Promise<Buffer> {
+  const stat = await fs.stat(file);
+  if (stat.size > MAX_SOURCE_BYTES) throw new Error(`${file} is larger than ${MAX_SOURCE_BYTES} bytes`);
+  return fs.readFile(file);
+}
+
+/** Rows of an OFAC CSV file (SDN.CSV, ALT.CSV; no header). */
+export function parseOfacCsv(text: string): string[][] {
+  // OFAC files end with a DOS end-of-file byte (0x1A); rows may have fewer columns than the header describes.
+  return parse(text.replaceAll('\x1a', ''), { relax_column_count: true, relax_quotes: true, skip_empty_lines: true, trim: true }) as string[][];
 }

@@ -16,6 +16,11 @@ export interface ListFreshness {
   reason: string | null;
 }
 
+/** A loaded list's as_of: its publication date where stated, else its last confirmation, else when it was loaded. */
+export function listAsOf(list: { publishedAt: Date | null; loadedAt: Date }, checkedAt: Date | null): Date {
+  return list.publishedAt ?? checkedAt ?? list.loadedAt;
+}
+
 export function describeFreshness(input: {
   list: ListName;
   source: string | null;

@@ -2,9 +2,9 @@
 // Remarks) and a plain list (one address per line with optional columns, or JSON, with optional metadata). Each returns raw
 // entries; WalletList.build files them by family.
 import { XMLParser } from 'fast-xml-parser';
-import { parse as parseCsv } from 'csv-parse/sync';
 import type { RawWalletEntry, WalletListFormat } from './walletList';
 import { SdnAdvancedParseError, parseSdnAdvanced } from './sdnAdvanced';
+import { parseOfacCsv } from './fetchSource';
 
 export interface ParsedWalletList {
   format: WalletListFormat;
@@ -116,7 +116,7 @@ export function parseSdnAdvancedXml(input: string | Buffer): ParsedWalletList {
 export function parseSdnCsv(text: string): ParsedWalletList {
   let rows: string[][];
   try {
-    rows = parseCsv(text.replaceAll('\x1a', ''), { relax_quotes: true, relax_column_count: true, skip_empty_lines: true, trim: true }) as string[][];
+    rows = parseOfacCsv(text);
   } catch (err) {
     throw new WalletListParseError(`SDN.CSV could not be parsed: ${(err as Error).message}`);
   }

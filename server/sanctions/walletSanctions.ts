@@ -12,7 +12,7 @@ import { loadSource } from './walletSource';
 import type { SanctionsWalletListsRepository } from '../repositories/sanctionsWalletLists';
 import type { Validators } from './fetchSource';
 import { BUNDLED } from './bundled';
-import { describeFreshness, type ListFreshness } from './freshness';
+import { describeFreshness, listAsOf, type ListFreshness } from './freshness';
 
 const RELOAD_CHANNEL = 'sanctions:wallet-list';
 
@@ -235,7 +235,7 @@ export class WalletSanctionsService {
   /** Publication date where the format states one, else the last confirmation by the source. */
   asOf(): Date | null {
     if (!this.current) return null;
-    return this.current.meta.publishedAt ?? this.checkedAt ?? this.current.meta.loadedAt;
+    return listAsOf(this.current.meta, this.checkedAt);
   }
 
   freshness(): ListFreshness {
@@ -277,6 +277,7 @@ export class WalletSanctionsService {
   status(): WalletSanctionsStatus {
     const list = this.current;
     const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
+    const freshness = this.freshness();
     return {
       loaded: Boolean(list),
       source: list?.meta.source ?? null,
@@ -292,8 +293,8 @@ export class WalletSanctionsService {
       last_refresh_success_at: iso(this.lastSuccessAt),
       last_refresh_error: this.lastError,
       as_of: iso(this.asOf()),
-      age_seconds: this.freshness().age_seconds,
-      freshness: this.freshness(),
+      age_seconds: freshness.age_seconds,
+      freshness,
     };
   }
 }

@@ -6,9 +6,8 @@ import path from 'node:path';
 import { parseWalletList, type ParsedWalletList } from './walletParsers';
 import type { RawWalletEntry, WalletListFormat } from './walletList';
 import { BUNDLED, bundledWallets } from './bundled';
-import { MAX_SOURCE_BYTES, fetchConditional, isUrl, type Validators } from './fetchSource';
+import { fetchConditional, isUrl, readLocalSource, type Validators } from './fetchSource';
 
-export { MAX_SOURCE_BYTES };
 const LIST_FILE = /\.(txt|json|csv|xml|list)$/i;
 
 export interface LoadedSource {
@@ -23,12 +22,6 @@ export interface LoadedSource {
 /** `sanctioned_addresses_ETH.txt` (the layout of the public per-label lists) → `ETH`. */
 export function labelFromName(name: string): string {
   return /(?:^|[_-])([A-Z0-9]{2,6})\.(?:txt|json|list)$/.exec(path.basename(name))?.[1] ?? '';
-}
-
-async function readFile(file: string): Promise<Buffer> {
-  const stat = await fs.stat(file);
-  if (stat.size > MAX_SOURCE_BYTES) throw new Error(`${file} is larger than ${MAX_SOURCE_BYTES} bytes`);
-  return fs.readFile(file);
 }
 
 function parseOne(bytes: Buffer, format: WalletListFormat | 'auto', name: string): ParsedWalletList {
@@ -58,7 +51,7 @@ export async function loadSource(
   }
   const stat = await fs.stat(source);
   if (!stat.isDirectory()) {
-    const bytes = await readFile(source);
+    const bytes = await readLocalSource(source);
     hash.update(bytes);
     return { ...parseOne(bytes, format, source), sha256: hash.digest('hex'), validators: null };
   }
@@ -68,7 +61,7 @@ export async function loadSource(
   let publishedAt: Date | null = null;
   const formats = new Set<WalletListFormat>();
   for (const f of files) {
-    const bytes = await readFile(path.join(source, f));
+    const bytes = await readLocalSource(path.join(source, f));
     hash.update(f).update(bytes);
     const parsed = parseOne(bytes, format, f);
     formats.add(parsed.format);

@@ -62,7 +62,3 @@ function normaliseCountryName(name: string): string {
 export function countryCodeFromName(name: string): string | null {
   return BY_NAME.get(normaliseCountryName(name)) ?? null;
 }
-
-export function countryName(code: string): string {
-  return names.of(code) ?? code;
-}

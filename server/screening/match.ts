@@ -4,7 +4,6 @@
 // Metaphone keys agree) → mean over the shorter name, minus a little per unpaired token.
 import doubleMetaphone from 'talisman/phonetics/double-metaphone';
 
-export const MATCH_THRESHOLD = 0.85;
 export const REVIEW_THRESHOLD = 0.7;
 
 /** A token pair below this similarity counts as unpaired. */

@@ -35,6 +35,7 @@ const FREQUENT_KEY = 150;
 /** Score lost for each qualifier (DOB year, country) the list states and the identity contradicts. */
 const QUALIFIER_PENALTY = 0.1;
 
+/** The keys token `i` is indexed under: phonetic key, first three letters, first letter + last three. `sharesKey` is the same test. */
 function blockingKeys(name: PreparedName, i: number): string[] {
   const t = name.tokens[i];
   return [`p${name.keys[i]}`, `f${t.slice(0, 3)}`, `s${t[0]}${t.slice(-3)}`];
@@ -149,6 +150,7 @@ export class NameIndex {
   }
 }
 
+/** Whether two tokens have a blocking key in common: `blockingKeys` compared without building the key strings. */
 function sharesKey(a: PreparedName, i: number, b: PreparedName, j: number): boolean {
   const x = a.tokens[i];
   const y = b.tokens[j];

@@ -2,10 +2,8 @@
 // or URLs (conditional GET), parsed into entries with normalised names (primary, remarks a.k.a.s, ALT.CSV
 // aliases), date-of-birth years and countries (the qualifiers the matcher uses).
 import crypto from 'node:crypto';
-import fs from 'node:fs/promises';
-import { parse } from 'csv-parse/sync';
 import { BUNDLED, bundledNames } from '../sanctions/bundled';
-import { MAX_SOURCE_BYTES, fetchConditional, isUrl, type Validators } from '../sanctions/fetchSource';
+import { fetchConditional, isUrl, parseOfacCsv, readLocalSource, type Validators } from '../sanctions/fetchSource';
 import type { NameListValidators } from '../repositories/sanctionsNameLists';
 import { isCountryCode } from '../../shared/countries';
 import { countryCodeFromName } from './countries';
@@ -21,12 +19,6 @@ export interface NameEntry {
   names: string[];
   dobYears: number[];
   countries: string[];
-}
-
-export interface LoadedNameList {
-  source: string;
-  loadedAt: Date;
-  entries: NameEntry[];
 }
 
 const NULL = '-0-';
@@ -70,14 +62,9 @@ export function qualifiersFromRemarks(remarks: string | null): { dobYears: numbe
   return { dobYears: [...dobYears], countries: [...countries] };
 }
 
-function parseCsv(text: string): string[][] {
-  // OFAC files end with a DOS end-of-file byte (0x1A); rows may have fewer columns than the header describes.
-  return parse(text.replaceAll('\x1a', ''), { relax_column_count: true, relax_quotes: true, skip_empty_lines: true, trim: true }) as string[][];
-}
-
 export function parseSdnCsv(sdnCsv: string, altCsv: string | null): NameEntry[] {
   const byUid = new Map<string, NameEntry>();
-  for (const row of parseCsv(sdnCsv)) {
+  for (const row of parseOfacCsv(sdnCsv)) {
     const uid = clean(row[0]);
     const name = clean(row[1]);
     if (!uid || !name) continue;
@@ -91,7 +78,7 @@ export function parseSdnCsv(sdnCsv: string, altCsv: string | null): NameEntry[] 
     byUid.set(uid, { uid, name, type, names, dobYears, countries });
   }
   if (altCsv) {
-    for (const row of parseCsv(altCsv)) {
+    for (const row of parseOfacCsv(altCsv)) {
       const entry = byUid.get(clean(row[0]) ?? '');
       const alias = clean(row[3]);
       if (entry && alias) entry.names.push(...nameForms(alias));
@@ -144,9 +131,7 @@ async function readText(
     if (fetched.status === 'not_modified') return 'not_modified';
     return { text: fetched.body.toString('utf8'), validators: fetched.validators };
   }
-  const stat = await fs.stat(source);
-  if (stat.size > MAX_SOURCE_BYTES) throw new Error(`${source} is larger than ${MAX_SOURCE_BYTES} bytes`);
-  return { text: await fs.readFile(source, 'utf8'), validators: null };
+  return { text: (await readLocalSource(source)).toString('utf8'), validators: null };
 }
 
 export interface FetchedNameList {
@@ -156,7 +141,8 @@ export interface FetchedNameList {
   validators: NameListValidators;
 }
 
-const parsedBundled: { sha256?: string; entries?: NameEntry[] } = {};
+/** The bundled snapshot parsed once (it cannot change while the process runs). */
+let parsedBundled: NameEntry[] | null = null;
 
 /**
  * Reads and parses the list: the bundled snapshot, or SDN.CSV (+ ALT.CSV aliases) / a plain list from files or
@@ -170,11 +156,8 @@ export async function fetchNameList(
 ): Promise<FetchedNameList | 'not_modified'> {
   if (input.source === BUNDLED) {
     const bundled = bundledNames();
-    if (parsedBundled.sha256 !== bundled.sha256) {
-      parsedBundled.entries = parseSdnCsv(bundled.sdnCsv, bundled.altCsv);
-      parsedBundled.sha256 = bundled.sha256;
-    }
-    return { entries: parsedBundled.entries!, sha256: bundled.sha256, publishedAt: bundled.publishedAt, validators: { source: null, alt: null } };
+    parsedBundled ??= parseSdnCsv(bundled.sdnCsv, bundled.altCsv);
+    return { entries: parsedBundled, sha256: bundled.sha256, publishedAt: bundled.publishedAt, validators: { source: null, alt: null } };
   }
   let main = await readText(input.source, previous?.source ?? null, fetchImpl);
   let alt = input.altSource ? await readText(input.altSource, previous?.alt ?? null, fetchImpl) : null;
@@ -194,13 +177,4 @@ export async function fetchNameList(
     .update(alt?.text ?? '')
     .digest('hex');
   return { entries, sha256, publishedAt: null, validators: { source: main.validators, alt: alt?.validators ?? null } };
-}
-
-/** Loads the configured list once (no validators). */
-export async function loadNameList(
-  input: { source: string; altSource: string | null },
-  options: { fetch?: typeof fetch; now?: () => Date } = {},
-): Promise<LoadedNameList> {
-  const fetched = (await fetchNameList(input, null, options.fetch ?? fetch)) as FetchedNameList;
-  return { source: input.source, loadedAt: (options.now ?? (() => new Date()))(), entries: fetched.entries };
 }

@@ -13,7 +13,7 @@ import type { IdentityChanged } from '../services/identity';
 import type { WebhookEmitter } from '../webhooks/events';
 import type { Knex } from 'knex';
 import { BUNDLED } from '../sanctions/bundled';
-import { describeFreshness, type ListFreshness } from '../sanctions/freshness';
+import { describeFreshness, listAsOf, type ListFreshness } from '../sanctions/freshness';
 import { fetchNameList, type NameEntry } from './nameList';
 import { NameIndex, type ScreeningHit, type ScreeningSubject } from './nameIndex';
 import type { SanctionsNameListsRepository, NameListValidators } from '../repositories/sanctionsNameLists';
@@ -300,7 +300,7 @@ export class ScreeningService {
 
   asOf(): Date | null {
     if (!this.list) return null;
-    return this.list.publishedAt ?? this.checkedAt ?? this.list.loadedAt;
+    return listAsOf(this.list, this.checkedAt);
   }
 
   freshness(): ListFreshness {

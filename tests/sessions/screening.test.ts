@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { jaroWinkler, nameScore, normaliseName } from '../../server/screening/match';
-import { loadNameList, parsePlainList, qualifiersFromRemarks } from '../../server/screening/nameList';
+import { fetchNameList, parsePlainList, qualifiersFromRemarks, type FetchedNameList } from '../../server/screening/nameList';
 import { runAdmin } from '../../server/cli/admin';
 import { createHarness, createMerchant, resetTables, type Harness } from '../support/harness';
 import { completeKyc, createSession, FIXTURES, SCREENING_ENV, SESSION_TABLES } from './support';
@@ -29,7 +29,7 @@ describe('name matching', () => {
   });
 
   it('loads SDN.CSV with ALT.CSV aliases, and plain lists', async () => {
-    const list = await loadNameList({ source: path.join(FIXTURES, 'SDN.CSV'), altSource: path.join(FIXTURES, 'ALT.CSV') });
+    const list = (await fetchNameList({ source: path.join(FIXTURES, 'SDN.CSV'), altSource: path.join(FIXTURES, 'ALT.CSV') }, null)) as FetchedNameList;
     expect(list.entries).toHaveLength(5);
     expect(list.entries.find((e) => e.uid === '2674')).toMatchObject({ dobYears: [1965], countries: ['NG'], names: expect.arrayContaining(['EMEKA ADEYEMI']) });
     const plain = parsePlainList(fs.readFileSync(path.join(FIXTURES, 'names.txt'), 'utf8'));
