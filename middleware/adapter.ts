@@ -20,7 +20,7 @@ export function pathOf(url: string): string {
 }
 
 /** The gate's default denial as a Web `Response`. */
-export function denialResponse(denial: GateDenial): Response {
+function denialResponse(denial: GateDenial): Response {
   return new Response(JSON.stringify(denial.body), {
     status: denial.status,
     headers: { ...denial.headers, 'content-type': 'application/json; charset=utf-8' },

@@ -2,7 +2,7 @@
 // response shapes, one error class per error code, quota from the X-Quota-* headers. It rides on the gate's
 // own transport (keep-alive, per-attempt timeout, one retry for 5xx/429 honouring Retry-After, never for
 // quota_exceeded or contact_merchant), and the gate calls the identity server through it.
-import type { AssessResponse, CredentialSummary, TokenExpiredBody } from '../shared/types';
+import type { AssessResponse, CreatedCredential, CredentialSummary, TokenExpiredBody } from '../shared/types';
 import type { AgentInstructions } from '../shared/errors';
 
 export type { CredentialSummary };
@@ -54,15 +54,8 @@ export interface SessionPoll {
   [extra: string]: unknown;
 }
 
-export interface CredentialCreated {
-  id: string;
-  credential: string;
-  prefix: string;
-  label: string | null;
-  expires_at: string;
-  created_at: string;
-  agent_memory?: Record<string, unknown>;
-}
+/** The created credential as the client returns it (`agent_memory` stays optional in the client's public type). */
+export type CredentialCreated = Omit<CreatedCredential, 'agent_memory'> & { agent_memory?: CreatedCredential['agent_memory'] };
 
 export interface CredentialList {
   account_verification: {

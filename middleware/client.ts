@@ -86,7 +86,7 @@ function parseRetryAfter(value: string | undefined): number | null {
   return Number.isNaN(date) ? null : Math.max(0, Math.ceil((date - Date.now()) / 1000));
 }
 
-export function parseQuota(headers: http.IncomingHttpHeaders): QuotaInfo | null {
+function parseQuota(headers: http.IncomingHttpHeaders): QuotaInfo | null {
   const limit = headers['x-quota-limit'];
   const used = headers['x-quota-used'];
   const reset = headers['x-quota-reset'];

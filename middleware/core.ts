@@ -652,16 +652,15 @@ export class GateCore<Req = unknown, Res = unknown> {
   }
 
   /** Whether a 2xx answer to this request captures its paying wallet (captureOn 'success', a credential, a recovered signer). */
-  capturesOnSuccess(capture: CaptureContext): boolean {
+  capturesOnSuccess(capture: CaptureContext): capture is CaptureContext & { signer: PaymentSigner & { address: string } } {
     const signer = capture.signer;
     return this.config.captureOn === 'success' && Boolean(capture.operatorToken) && signer !== null && signer.address !== null;
   }
 
   /** Fire-and-forget capture of the paying wallet once the handler answered `status` (only a 2xx captures). */
   captureAfter(capture: CaptureContext, status: number): void {
-    const signer = capture.signer;
-    if (!this.capturesOnSuccess(capture) || !signer || signer.address === null) return;
-    if (status < 200 || status >= 300) return;
+    if (!this.capturesOnSuccess(capture) || status < 200 || status >= 300) return;
+    const { signer } = capture;
     void this.capture(capture, { walletAddress: signer.address, network: signer.network, idempotencyKey: signer.idempotencyKey });
   }
 

@@ -85,7 +85,7 @@ function hashStruct(name: string, fields: readonly TypedDataField[], value: Reco
 }
 
 /** The EIP-712 digest of `message` (one primary type of atomic fields) under `domain`. */
-export function typedDataDigest(domain: TypedDataDomain, types: Record<string, readonly TypedDataField[]>, message: Record<string, unknown>): Uint8Array {
+function typedDataDigest(domain: TypedDataDomain, types: Record<string, readonly TypedDataField[]>, message: Record<string, unknown>): Uint8Array {
   const names = Object.keys(types);
   if (names.length !== 1) throw new TypeError('exactly one primary type (of atomic fields) is supported');
   const domainFields = DOMAIN_FIELDS.filter((f) => domain[f.name] !== undefined && domain[f.name] !== null);

@@ -35,7 +35,8 @@ export function kyaPreHandler(options: FastifyGateOptions): FastifyGate {
     }
     if (evaluation.kind === 'degraded-allow') reply.header(config.degradedHeader, evaluation.infraReason);
     // 'finish' = the response was handed to the OS; a closed connection never captures.
-    reply.raw.once('finish', () => core.captureAfter(evaluation.capture, reply.statusCode));
+    const capture = evaluation.capture;
+    if (core.capturesOnSuccess(capture)) reply.raw.once('finish', () => core.captureAfter(capture, reply.statusCode));
     return undefined;
   }) as FastifyGate;
   preHandler.close = () => core.close();

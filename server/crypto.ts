@@ -1,6 +1,8 @@
 // Secret generation, hashing and comparison, PII encryption, and pairwise operator handles.
 import crypto from 'node:crypto';
 import bs58 from 'bs58';
+import { verifyMessage } from 'ethers';
+import type { AddressFamily } from '../shared/types';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -62,4 +64,23 @@ export function decryptJson<T = unknown>(key: Buffer, payload: string): T {
   decipher.setAuthTag(raw.subarray(12, 28));
   const text = Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
   return JSON.parse(text) as T;
+}
+
+/** DER prefix of an ed25519 SubjectPublicKeyInfo; the 32 key bytes follow. */
+const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
+
+/**
+ * Whether `signature` over `message` was made by the wallet `address`: EIP-191 personal_sign (ethers) for EVM,
+ * ed25519 over the UTF-8 message for Solana (Node's native ed25519: a pure-JS verify costs tens of times more
+ * CPU on the request thread). Never throws: anything malformed is simply not a valid signature.
+ */
+export function walletSignatureValid(network: AddressFamily, address: string, message: string, signature: string | Uint8Array): boolean {
+  try {
+    if (network === 'evm') return typeof signature === 'string' && verifyMessage(message, signature).toLowerCase() === address.toLowerCase();
+    const key = crypto.createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, Buffer.from(bs58.decode(address))]), format: 'der', type: 'spki' });
+    const bytes = typeof signature === 'string' ? bs58.decode(signature) : signature;
+    return crypto.verify(null, Buffer.from(message, 'utf8'), key, Buffer.from(bytes));
+  } catch {
+    return false;
+  }
 }

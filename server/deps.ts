@@ -368,7 +368,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     credentialLifecycle,
     jobs,
     audit: auditLog,
-    credentialTouches,
+    credentials,
     walletProofs: new WalletProofService({ kv, now }),
   });
   // reputation

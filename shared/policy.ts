@@ -47,7 +47,7 @@ function fieldOf(root: string, path: Array<string | number>): string {
 }
 
 /** The policy key `key` was probably meant to be: same words in another case or separator, or a near typo. */
-export function suggestPolicyKey(key: string): string | null {
+function suggestPolicyKey(key: string): string | null {
   const normalised = key
     .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
     .replace(/[\s-]+/g, '_')

@@ -79,16 +79,18 @@ export interface AssessWalletProof {
 }
 
 /** Why a well-formed wallet proof was not accepted. */
-export type WalletProofReason =
-  | 'domain_mismatch'
-  | 'uri_mismatch'
-  | 'issued_in_future'
-  | 'not_yet_valid'
-  | 'expired'
-  | 'expiry_too_long'
-  | 'address_mismatch'
-  | 'signature_invalid'
-  | 'nonce_reused';
+export const WALLET_PROOF_REASONS = [
+  'domain_mismatch',
+  'uri_mismatch',
+  'issued_in_future',
+  'not_yet_valid',
+  'expired',
+  'expiry_too_long',
+  'address_mismatch',
+  'signature_invalid',
+  'nonce_reused',
+] as const;
+export type WalletProofReason = (typeof WALLET_PROOF_REASONS)[number];
 
 /** The server's verdict on `wallet_proof`; the decision itself is unchanged by it (callers enforce it). */
 export type WalletProofVerdict =
@@ -193,6 +195,17 @@ export interface SignerMatchTelemetry {
   claimed_wallet?: string;
   signer?: string;
   network?: string;
+}
+
+/** The answer to `POST /v1/credentials`: the secret, shown this once, and what the agent should remember. */
+export interface CreatedCredential {
+  id: string;
+  credential: string;
+  prefix: string;
+  label: string | null;
+  expires_at: string;
+  created_at: string;
+  agent_memory: Record<string, unknown>;
 }
 
 /** One credential in `GET /v1/credentials` (the secret itself is never listed). */

@@ -275,7 +275,8 @@ export class AccountsService {
 
   /** Replaces the verify page branding; every instance sees the new display name on its next request. */
   async setBranding(id: string, branding: Branding): Promise<void> {
-    await this.patch(id, branding);
+    await this.accounts.update({ id, patch: branding });
+    await this.invalidate(id);
   }
 
   /** Drops cached principals of this account here and on every other instance (after the change committed). */

@@ -21,14 +21,13 @@ import { decryptJson, encryptJson, hmacSha256, operatorHandle, sha256Hex } from 
 import type { JobQueue } from '../jobs/queue';
 import type { Logger } from '../logger';
 import type { AuditLog } from '../repositories/audit';
-import type { WriteBehind } from '../db/writeBehind';
 import type { LookupInput, LookupResult, WalletRef } from '../repositories/operatorLookup';
 import type { WalletSanctionsService } from '../sanctions/walletSanctions';
 import type { Principal } from './accounts';
 import { operatorVerification, resolveOperator, type ResolvedOperator } from './operators';
 import { evaluatePolicy, NO_OPERATOR, withExtraReasons, type OperatorState } from './policy';
 import type { SessionsService } from './sessions';
-import { credentialStatus, type CredentialLifecycleService } from './credentials';
+import type { CredentialLifecycleService, CredentialsService } from './credentials';
 import type { WalletProofInput, WalletProofService } from './walletProof';
 
 export const SCORE_JOB = 'reputation.score';
@@ -80,8 +79,8 @@ export interface AssessServiceDeps {
   credentialLifecycle: CredentialLifecycleService;
   jobs: JobQueue;
   audit: AuditLog;
-  /** Credential id → last use, written behind (shared with CredentialsService). */
-  credentialTouches: WriteBehind<string, Date>;
+  /** Decides whether a looked-up credential is live, and records its use. */
+  credentials: Pick<CredentialsService, 'classify'>;
   walletProofs: WalletProofService;
 }
 
@@ -117,10 +116,9 @@ export class AssessService {
       const tokenHash = sha256Hex(input.identity.token);
       const found = await this.d.lookup.lookup({ mode: 'token', tokenHash, signer: signerRef });
       // Same 401s as wallet capture: invalid_credential (never existed), token_expired + a fresh session.
-      const resolution = credentialStatus(found.credential, this.d.now());
+      const resolution = this.d.credentials.classify(found.credential);
       if (resolution.status !== 'live') throw await this.d.credentialLifecycle.rejection(resolution, principal.accountId);
       const cred = resolution.credential;
-      this.d.credentialTouches.set(cred.id, this.d.now());
       claimed = found.claimed ? resolveOperator(found.claimed) : null;
       signerOwner = found.signer ? resolveOperator(found.signer) : null;
       handle = operatorHandle(this.d.config.serverSecret, cred.account_id, principal.accountId);

@@ -6,7 +6,7 @@
 import type { Knex } from 'knex';
 import type { WebhookEmitter } from '../webhooks/events';
 import { ApiError } from '../../shared/errors';
-import type { CredentialSummary } from '../../shared/types';
+import type { CreatedCredential, CredentialSummary } from '../../shared/types';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { displayPrefix, newSecret, sha256Hex } from '../crypto';
@@ -122,7 +122,12 @@ export class CredentialsService {
   /** Resolves a presented token; marks live use (last_used_at) behind the hot path. */
   async resolve(token: unknown, trx?: Knex.Transaction): Promise<CredentialResolution> {
     if (!CredentialsService.isCredentialShaped(token)) return { status: 'unknown' };
-    const resolution = credentialStatus(await this.credentials.findByHash({ tokenHash: sha256Hex(token) }, trx), this.now());
+    return this.classify(await this.credentials.findByHash({ tokenHash: sha256Hex(token) }, trx));
+  }
+
+  /** The status of a credential row the caller already looked up; marks live use like `resolve`. */
+  classify(credential: CredentialRow | null | undefined): CredentialResolution {
+    const resolution = credentialStatus(credential, this.now());
     if (resolution.status === 'live') this.touches.set(resolution.credential.id, this.now());
     return resolution;
   }
@@ -217,16 +222,6 @@ export type AccountVerification =
 /** The listed credential is the wire shape both the server and the gate's client use. */
 export type CredentialView = CredentialSummary;
 
-export interface CreatedCredentialBody {
-  id: string;
-  credential: string;
-  prefix: string;
-  label: string | null;
-  expires_at: string;
-  created_at: string;
-  agent_memory: Record<string, unknown>;
-}
-
 export const OPERATOR_TOKEN_HEADER = 'X-Operator-Token';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -259,7 +254,7 @@ export class CredentialLifecycleService {
   }
 
   /** Mints a credential for an account that completed KYC; the plaintext is in the result once. */
-  async create(input: { accountId: string; label: string | null; ttlDays: number }): Promise<CreatedCredentialBody> {
+  async create(input: { accountId: string; label: string | null; ttlDays: number }): Promise<CreatedCredential> {
     const account = await this.requireAccount(input.accountId);
     if (account.kyc_status === 'flagged' || account.sanctions_status === 'flagged') throw this.flagged();
     if (account.kyc_status !== 'verified') throw await this.kycRequired(account.id);

@@ -57,7 +57,7 @@ export class IdentityCache {
   private readonly principals: LRUCache<string, Entry<Principal | false>>;
   /** Addresses known to be in known_addresses: their assess needs no insert. Never stale (rows are not deleted). */
   private readonly known: LRUCache<string, true>;
-  /** account id → keys ('w:'+wallet, 'c:'+token hash) cached on its behalf, so one id drops them all. */
+  /** account id → keys ('w:'+wallet, 'c:'+token hash, 'p:'+API key hash) cached on its behalf, so one id drops them all. */
   private readonly byAccount = new Map<string, Set<string>>();
   private readonly credentialHashes = new Map<string, string>();
   /** Bumped by every invalidation: a lookup that was in flight across one does not fill the cache. */
@@ -89,7 +89,12 @@ export class IdentityCache {
         if (this.credentialHashes.get(entry.value.id) === key) this.credentialHashes.delete(entry.value.id);
       },
     });
-    this.principals = new LRUCache({ max });
+    this.principals = new LRUCache({
+      max,
+      dispose: (entry, key) => {
+        if (entry.value) this.unindex(entry.value.accountId, 'p:' + key);
+      },
+    });
     this.known = new LRUCache({ max });
   }
 
@@ -141,10 +146,10 @@ export class IdentityCache {
       this.operators.delete(id);
       for (const key of [...(this.byAccount.get(id) ?? [])]) {
         if (key.startsWith('w:')) this.owners.delete(key.slice(2));
-        else this.credentials.delete(key.slice(2));
+        else if (key.startsWith('c:')) this.credentials.delete(key.slice(2));
+        else this.principals.delete(key.slice(2));
       }
       this.byAccount.delete(id);
-      for (const [hash, entry] of this.principals.entries()) if (entry.value && entry.value.accountId === id) this.principals.delete(hash);
     }
     for (const w of Array.isArray(change.wallets) ? change.wallets : []) this.owners.delete(walletKey(w));
     for (const id of Array.isArray(change.credentialIds) ? change.credentialIds : []) {
@@ -180,7 +185,9 @@ export class IdentityCache {
 
   /** Fills a principal read at `generation` (see `snapshot`); skipped when a change arrived meanwhile. */
   rememberPrincipal(keyHash: string, value: Principal | false, generation: number): void {
-    if (generation === this.generation && this.options.ttlMs > 0) this.principals.set(keyHash, { value, at: this.options.nowMs() });
+    if (generation !== this.generation || this.options.ttlMs <= 0) return;
+    this.principals.set(keyHash, { value, at: this.options.nowMs() });
+    if (value) this.index(value.accountId, 'p:' + keyHash);
   }
 
   /** The invalidation generation, taken before a database read whose result will be cached. */

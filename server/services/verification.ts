@@ -3,14 +3,12 @@
 // links a wallet to the operator. Merchant and public sessions resolve to an operator account (reused when the
 // same person or the same wallet verifies again); `self` sessions write to the account that started them.
 import type { Knex } from 'knex';
-import { verifyMessage } from 'ethers';
-import nacl from 'tweetnacl';
 import bs58 from 'bs58';
 import { ApiError } from '../../shared/errors';
 import type { AddressFamily } from '../../shared/types';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
-import { encryptJson, hmacSha256, randomBase62, safeEqual, sha256Hex } from '../crypto';
+import { encryptJson, hmacSha256, randomBase62, safeEqual, sha256Hex, walletSignatureValid } from '../crypto';
 import { ageBracket, type KycResult, type VerifiedIdentity } from '../kyc/types';
 import type { KycPatch, OperatorsRepository, OperatorAccountRow, OperatorWalletRow } from '../repositories/operators';
 import type { SessionRow, SessionsRepository } from '../repositories/sessions';
@@ -153,8 +151,7 @@ export class VerificationService {
 
   /** Whether the browser holding `claimKey` may link a wallet through this session now. */
   browserMayClaim(session: SessionRow, claimKey: string | null, now = this.now()): boolean {
-    const bound = this.claimKeyMatches(session, claimKey);
-    return bound && this.claimWindowOpen(session, now);
+    return this.claimRefusal(session, claimKey, now) === null;
   }
 
   /** Why a claim from this browser is refused now, or null when it may claim. */
@@ -443,19 +440,14 @@ export class VerificationService {
     return claimed;
   }
 
-  /** EIP-191 personal_sign (ethers) for EVM; ed25519 over the UTF-8 message (tweetnacl) for Solana. */
+  /**
+   * The wallet's signature over a claim challenge, as pasted into the verify page: a 65-byte hex signature for
+   * EVM; for Solana 64 bytes in hex, base58 or base64 (wallets differ).
+   */
   signatureValid(network: AddressFamily, address: string, message: string, signature: string): boolean {
-    try {
-      if (network === 'evm') {
-        if (!/^0x[0-9a-fA-F]{130}$/.test(signature)) return false;
-        return verifyMessage(message, signature).toLowerCase() === address.toLowerCase();
-      }
-      const sig = /^(0x)?[0-9a-fA-F]{128}$/.test(signature) ? Buffer.from(signature.replace(/^0x/, ''), 'hex') : decodeBase58OrBase64(signature);
-      if (!sig || sig.length !== 64) return false;
-      return nacl.sign.detached.verify(new TextEncoder().encode(message), sig, bs58.decode(address));
-    } catch {
-      return false;
-    }
+    if (network === 'evm') return /^0x[0-9a-fA-F]{130}$/.test(signature) && walletSignatureValid(network, address, message, signature);
+    const sig = /^(0x)?[0-9a-fA-F]{128}$/.test(signature) ? Buffer.from(signature.replace(/^0x/, ''), 'hex') : decodeBase58OrBase64(signature);
+    return sig !== null && sig.length === 64 && walletSignatureValid(network, address, message, sig);
   }
 
   /**

@@ -2,8 +2,7 @@
 // message the wallet signed (EIP-4361 for eip155:*, the same layout for solana:*), checks its domain and uri
 // against the origin the caller expects, its validity window and signature, and spends its nonce exactly once
 // in the shared key-value store (Redis across instances, in-process when embedded).
-import crypto from 'node:crypto';
-import { verifyMessage } from 'ethers';
+import { walletSignatureValid } from '../crypto';
 import bs58 from 'bs58';
 import { parseAddressFor, type ParsedAddress } from '../../shared/address';
 import type { FieldProblem } from '../../shared/errors';
@@ -245,19 +244,8 @@ export function siwxMessage(p: SiwxPayload): string {
   return lines.join('\n');
 }
 
-/** DER prefix of an ed25519 SubjectPublicKeyInfo; the 32 key bytes follow. */
-const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
-
 function signatureValid(p: SiwxPayload, signer: ParsedAddress): boolean {
-  const message = siwxMessage(p);
-  try {
-    if (signer.network === 'evm') return verifyMessage(message, p.signature).toLowerCase() === signer.address;
-    // Node's native ed25519: a pure-JS verify costs tens of times more CPU on the request thread.
-    const key = crypto.createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, Buffer.from(bs58.decode(signer.address))]), format: 'der', type: 'spki' });
-    return crypto.verify(null, Buffer.from(message, 'utf8'), key, Buffer.from(bs58.decode(p.signature)));
-  } catch {
-    return false;
-  }
+  return walletSignatureValid(signer.network, signer.address, siwxMessage(p), p.signature);
 }
 
 export interface WalletProofServiceOptions {

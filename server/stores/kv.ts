@@ -11,9 +11,6 @@ export interface KeyValueStore {
   set(key: string, value: string, ttlMs: number, options?: { nx?: boolean }): Promise<boolean>;
   /** Atomically increments by `by` and (re)applies the TTL when the key is new. Returns the new value. */
   incr(key: string, ttlMs: number, by?: number): Promise<number>;
-  /** Increments only when the key exists; null when it does not (e.g. after a Redis restart or FLUSHALL). */
-  incrIfExists(key: string, by?: number): Promise<number | null>;
-  del(key: string): Promise<void>;
 }
 
 export interface PubSub {
@@ -32,14 +29,9 @@ local v = redis.call('INCRBY', KEYS[1], ARGV[1])
 if tonumber(v) == tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return v`;
 
-const INCR_IF_EXISTS_SCRIPT = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return false end
-return redis.call('INCRBY', KEYS[1], ARGV[1])`;
-
-/** The scripts as ioredis custom commands: sent as EVALSHA (the script text travels once, on NOSCRIPT). */
+/** The script as an ioredis custom command: sent as EVALSHA (the script text travels once, on NOSCRIPT). */
 interface ScriptedRedis {
   kyaIncr(key: string, by: number, ttlMs: number): Promise<number>;
-  kyaIncrIfExists(key: string, by: number): Promise<number | null>;
 }
 
 export class RedisKeyValueStore implements KeyValueStore {
@@ -53,7 +45,6 @@ export class RedisKeyValueStore implements KeyValueStore {
     private readonly circuit: CircuitBreaker,
   ) {
     redis.defineCommand('kyaIncr', { numberOfKeys: 1, lua: INCR_SCRIPT });
-    redis.defineCommand('kyaIncrIfExists', { numberOfKeys: 1, lua: INCR_IF_EXISTS_SCRIPT });
     this.scripts = redis as unknown as ScriptedRedis;
   }
 
@@ -67,13 +58,6 @@ export class RedisKeyValueStore implements KeyValueStore {
   }
   async incr(key: string, ttlMs: number, by = 1) {
     return Number(await this.circuit.run(() => this.scripts.kyaIncr(this.prefix + key, by, ttlMs)));
-  }
-  async incrIfExists(key: string, by = 1) {
-    const v = await this.circuit.run(() => this.scripts.kyaIncrIfExists(this.prefix + key, by));
-    return v === null ? null : Number(v);
-  }
-  async del(key: string) {
-    await this.circuit.run(() => this.redis.del(this.prefix + key));
   }
 }
 
@@ -105,15 +89,6 @@ export class MemoryKeyValueStore implements KeyValueStore {
     this.entries.set(key, { value: String(value), expiresAt: entry?.expiresAt ?? this.now() + ttlMs });
     this.sweep();
     return value;
-  }
-  async incrIfExists(key: string, by = 1) {
-    const entry = this.live(key);
-    if (!entry) return null;
-    entry.value = String(Number(entry.value) + by);
-    return Number(entry.value);
-  }
-  async del(key: string) {
-    this.entries.delete(key);
   }
   /** Bounded memory: drop expired entries once the map grows. */
   private sweep() {
