@@ -38,15 +38,6 @@ export interface AdminChannel {
   close(): Promise<void>;
 }
 
-class ChannelRequestError extends Error {
-  constructor(
-    readonly status: number,
-    readonly body: ErrorBody,
-  ) {
-    super(body.error.message);
-  }
-}
-
 function readBody(req: http.IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -54,7 +45,7 @@ function readBody(req: http.IncomingMessage): Promise<string> {
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
       if (size > MAX_BODY_BYTES) {
-        reject(new ChannelRequestError(413, new ApiError('payload_too_large', `The request body exceeds ${MAX_BODY_BYTES} bytes.`).toBody()));
+        reject(new ApiError('payload_too_large', `The request body exceeds ${MAX_BODY_BYTES} bytes.`));
         req.destroy();
         return;
       }
@@ -117,23 +108,16 @@ export async function startAdminChannel(deps: Deps): Promise<AdminChannel> {
   const server = http.createServer((req, res) => {
     void (async () => {
       try {
-        if (req.method !== 'POST' || req.url !== RUN_PATH)
-          throw new ChannelRequestError(404, new ApiError('not_found', `Only POST ${RUN_PATH} exists here.`).toBody());
+        if (req.method !== 'POST' || req.url !== RUN_PATH) throw new ApiError('not_found', `Only POST ${RUN_PATH} exists here.`);
         const presented = req.headers.authorization;
         if (typeof presented !== 'string' || !safeEqual(presented, expected)) {
-          throw new ChannelRequestError(401, new ApiError('unauthorized', `The admin channel refused the token (read it from ${file}).`).toBody());
+          throw new ApiError('unauthorized', `The admin channel refused the token (read it from ${file}).`);
         }
         const { argv, cwd } = parseRunBody(await readBody(req));
         deps.logger.info({ command: argv.slice(0, 2).join(' ') }, 'admin command via the local channel');
-        try {
-          send(res, 200, { result: await runAdmin(argv, deps, cwd) });
-        } catch (err) {
-          send(res, err instanceof ApiError ? err.status : 500, errorBody(err));
-        }
+        send(res, 200, { result: await runAdmin(argv, deps, cwd) });
       } catch (err) {
-        if (err instanceof ChannelRequestError) send(res, err.status, err.body);
-        else if (err instanceof ApiError) send(res, err.status, err.toBody());
-        else send(res, 500, errorBody(err));
+        send(res, err instanceof ApiError ? err.status : 500, errorBody(err));
       }
     })();
   });

@@ -1,13 +1,12 @@
 // What every dashboard page shares: the session cookie and its attributes, the form parser, and `authed`, which
 // resumes the signed-in session (or redirects to sign-in), checks the CSRF token of a POST and hands the page
 // its frame (account name, tab, notice).
-import crypto from 'node:crypto';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { Deps } from '../deps';
 import { route } from '../http/asyncRoute';
 import { rejectNulInBody } from '../http/inputGuard';
-import { hmacSha256, safeEqual } from '../crypto';
-import { readCookie } from '../verify/csrf';
+import { hmacSha256 } from '../crypto';
+import { presentedTokenMatches, readCookie } from '../verify/csrf';
 import { pageHeaders } from '../verify/errorPage';
 import { messageDoc, type Frame, type Tab } from './views';
 
@@ -49,8 +48,7 @@ export function dashboardKit(deps: Deps): DashboardKit {
   /** Signed-in pages: headers, session resumed (or a redirect to sign-in), CSRF checked on POST. */
   function authed(handler: (ctx: Ctx) => Promise<void>) {
     return route(async (req: Request, res: Response) => {
-      const nonce = crypto.randomBytes(16).toString('base64');
-      pageHeaders(res, nonce);
+      const nonce = pageHeaders(res);
       const sessionId = readCookie(req, SESSION_COOKIE);
       const accountId = await dashboard.resume(sessionId);
       if (!accountId || !sessionId) {
@@ -59,8 +57,7 @@ export function dashboardKit(deps: Deps): DashboardKit {
         return;
       }
       if (req.method === 'POST') {
-        const presented = (req.body as Record<string, unknown> | undefined)?.csrf;
-        if (typeof presented !== 'string' || !presented || !safeEqual(presented, sessionCsrf(sessionId))) {
+        if (!presentedTokenMatches(req, sessionCsrf(sessionId))) {
           res.status(403).send(messageDoc(nonce, 'Form expired', 'This form has expired. Go back, reload the page and try again.'));
           return;
         }

@@ -49,7 +49,7 @@ export interface DashboardServiceOptions {
 }
 
 /** Failed sign-ins one client address may make in SIGN_IN_WINDOW_MS before both sign-in forms refuse it. */
-export const FAILED_SIGN_INS_ALLOWED = 10;
+const FAILED_SIGN_INS_ALLOWED = 10;
 export const SIGN_IN_WINDOW_MS = 15 * 60_000;
 
 export class DashboardService {
@@ -162,7 +162,7 @@ export class DashboardService {
       const day = new Date(since30.getTime() + i * DAY_MS).toISOString().slice(0, 10);
       return { day, n: byDay.get(day) ?? 0 };
     });
-    return { account, period, used, limit: account.quota, days, decisions, outcomes };
+    return { period, used, limit: account.quota, days, decisions, outcomes };
   }
 
   activity(filter: ActivityFilter) {

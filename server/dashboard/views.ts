@@ -9,6 +9,7 @@ import type { MerchantCredentialView } from './service';
 import type { Branding } from '../services/accounts';
 import type { WebhookEndpointView } from '../webhooks/service';
 import type { DeliveryLogRow } from '../repositories/webhooks';
+import { SETTINGS_FIELDS } from './forms';
 
 const STYLE = new SafeHtml(`
 *{box-sizing:border-box}body{margin:0;font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;background:#f4f5f7;color:#1b1f24}
@@ -58,7 +59,7 @@ function utc(iso: string, length = 19): string {
   return iso.slice(0, length).replace('T', ' ');
 }
 
-export function csrfField(csrf: string): SafeHtml {
+function csrfField(csrf: string): SafeHtml {
   return html`<input type="hidden" name="csrf" value="${csrf}">`;
 }
 
@@ -173,7 +174,7 @@ function formErrors(errors: Record<string, string>, order: readonly string[]) {
 
 export function settingsBody(csrf: string, account: AccountView, b: Branding, errors: Record<string, string>, values?: Partial<Branding>): SafeHtml {
   const v = { ...b, ...values };
-  const { err, state } = formErrors(errors, ['display_name', 'support_email', 'logo_url']);
+  const { err, state } = formErrors(errors, SETTINGS_FIELDS);
   const enabled = ENDPOINTS.filter((e) => !account.disabled_endpoints.includes(e));
   return html`<div class="card"><h2>Verify page branding</h2><form method="post" action="/dashboard/settings">${csrfField(csrf)}
 <label for="display_name">Display name</label><input id="display_name" name="display_name" maxlength="80" value="${v.display_name ?? ''}"${state('display_name')}>${err('display_name')}
@@ -213,10 +214,10 @@ export function activityBody(
 <div><button type="submit">Apply filters</button></div></form>
 <p><a href="${csvHref}" id="csv-link">Export CSV</a> (up to 100,000 rows with these filters)</p>
 <table id="audit"><tr><th>Time (UTC)</th><th>Decision</th><th>Reasons</th><th>Identity</th><th>Request</th></tr>
-${rows.map((r) => html`<tr><td>${r.created_at.toISOString().slice(0, 19).replace('T', ' ')}</td><td>${r.decision}</td><td>${r.reasons.join(', ')}</td><td>${r.identity_kind}: <code>${r.identity_value.slice(0, 14)}…</code></td><td><code>${r.request_id}</code></td></tr>`)}</table>
+${rows.map((r) => html`<tr><td>${utc(r.created_at.toISOString())}</td><td>${r.decision}</td><td>${r.reasons.join(', ')}</td><td>${r.identity_kind}: <code>${r.identity_value.slice(0, 14)}…</code></td><td><code>${r.request_id}</code></td></tr>`)}</table>
 ${rows.length === 0 ? html`<p class="muted">No matching calls.</p>` : ''}${next ? html`<p><a href="${next}" id="next-page">Older entries</a></p>` : ''}</div>
 <div class="card"><h2>Verification sessions</h2><table id="sessions"><tr><th>Created (UTC)</th><th>Session</th><th>Status</th><th>Context</th></tr>
-${sessions.map((s) => html`<tr><td>${s.created_at.toISOString().slice(0, 19).replace('T', ' ')}</td><td><code>${s.id}</code></td><td>${s.status}</td><td>${s.context ?? ''}</td></tr>`)}</table>
+${sessions.map((s) => html`<tr><td>${utc(s.created_at.toISOString())}</td><td><code>${s.id}</code></td><td>${s.status}</td><td>${s.context ?? ''}</td></tr>`)}</table>
 ${sessions.length === 0 ? html`<p class="muted">No verification sessions yet.</p>` : ''}</div>
 <div class="card"><h2 id="credentials-heading">Operator credentials</h2>
 <p class="muted">Credentials minted with your API key, and those your verification sessions delivered to operators (named by the handle your assess results and webhooks use). Latest 50; times in UTC.</p>
@@ -262,7 +263,7 @@ export function endpointBody(csrf: string, e: WebhookEndpointView, secret: strin
 ${deliveries.map(
   (
     d,
-  ) => html`<tr><td>${d.created_at.toISOString().slice(0, 19).replace('T', ' ')}</td><td>${d.type} <code>${d.event_id}</code></td><td>${d.status}</td><td>${d.attempts}</td><td>${d.last_status_code ?? ''} ${d.last_error ?? ''}</td>
+  ) => html`<tr><td>${utc(d.created_at.toISOString())}</td><td>${d.type} <code>${d.event_id}</code></td><td>${d.status}</td><td>${d.attempts}</td><td>${d.last_status_code ?? ''} ${d.last_error ?? ''}</td>
 <td><form method="post" action="/dashboard/webhooks/deliveries/${d.id}/resend">${csrfField(csrf)}<input type="hidden" name="endpoint" value="${e.id}"><button type="submit" class="secondary">Send again</button></form></td></tr>`,
 )}</table>`
   }</div>

@@ -8,7 +8,8 @@ import { ERROR_STATUS, type ErrorCode } from '../../shared/errors';
 import { assessSchema } from '../routes/assess';
 import { createCredentialSchema } from '../routes/credentials';
 import { reputationParamsSchema, reputationQuerySchema } from '../routes/reputation';
-import { createSessionSchema, refreshSchema } from '../routes/sessions';
+import { CLIENT_ID_RE, createSessionSchema, refreshSchema } from '../routes/sessions';
+import { POLL_SECRET_HEADER } from '../services/sessions';
 import { captureSchema } from '../routes/wallets';
 import { SIWX_MAX_HEADER_LENGTH } from '../../shared/siwx';
 import { componentSchemas, errorBody, obj, ref, str, type Schema } from './schemas';
@@ -162,7 +163,7 @@ function operation(op: Operation, id: string): Schema {
 }
 
 const pollSecret = {
-  name: 'X-Poll-Secret',
+  name: POLL_SECRET_HEADER,
   in: 'header',
   required: true,
   description: 'The poll_secret returned when the session was created.',
@@ -173,7 +174,7 @@ const clientId = {
   in: 'header',
   required: false,
   description: 'Optional agent identifier (1 to 100 of letters, digits and . _ : @ -), recorded with the session.',
-  schema: str({ pattern: '^[A-Za-z0-9._:@-]{1,100}$' }),
+  schema: str({ pattern: CLIENT_ID_RE.source }),
 };
 const idParam = (name: string, description: string) => Joi.object({ [name]: Joi.string().required().description(description) });
 
@@ -391,7 +392,8 @@ function build(): Schema {
     paths[path] = {};
     for (const [method, [id, op]] of Object.entries(methods)) paths[path][method] = operation(op, id);
   }
-  // Telemetry reads its body leniently (never a 400), so it has no joi schema: this is what gates send.
+  // Telemetry reads its body leniently (never a 400): its joi schema (reportSchema in routes/telemetry.ts) counts an
+  // unknown value as other/unknown instead of refusing it, so it is not converted here. This is what gates send.
   const telemetry = paths['/v1/telemetry/signer-match'].post as Schema;
   telemetry.requestBody = { required: false, content: { 'application/json': { schema: TELEMETRY_BODY } } };
   telemetry.responses = { '202': (telemetry.responses as Schema)['202'] };

@@ -4,7 +4,7 @@
 import { CHAINS } from '../../shared/chains';
 import { POLICY_RULES } from '../../shared/policy';
 import { REPUTATION_FIELDS } from '../../shared/reputationFields';
-import { DECISION_REASONS } from '../../shared/types';
+import { DECISION_REASONS, WALLET_PROOF_REASONS } from '../../shared/types';
 
 export type Schema = Record<string, unknown>;
 
@@ -145,17 +145,7 @@ export const componentSchemas: Record<string, Schema> = {
             verified: enumOf([false]),
             address: str(),
             chain_id: str(),
-            reason: enumOf([
-              'domain_mismatch',
-              'uri_mismatch',
-              'issued_in_future',
-              'not_yet_valid',
-              'expired',
-              'expiry_too_long',
-              'address_mismatch',
-              'signature_invalid',
-              'nonce_reused',
-            ]),
+            reason: enumOf(WALLET_PROOF_REASONS),
             message: str(),
           }),
         ],

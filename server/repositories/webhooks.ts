@@ -148,12 +148,6 @@ export class WebhooksRepository {
       .limit(input.limit);
   }
 
-  async listAttempts(input: {
-    deliveryId: string;
-  }): Promise<Array<{ attempted_at: Date; status_code: number | null; error: string | null; duration_ms: number }>> {
-    return this.db('webhook_attempts').where({ delivery_id: input.deliveryId }).orderBy('id', 'asc');
-  }
-
   /** "Send again": the delivery becomes due now with a fresh retry window. */
   async resend(input: { accountId: string; id: string; now: Date }): Promise<WebhookDeliveryRow | undefined> {
     const [row] = (await this.db('webhook_deliveries')

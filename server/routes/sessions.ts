@@ -13,7 +13,7 @@ import { validator } from '../http/validate';
 
 export const PRODUCT_NAME_MAX = 200;
 export const CONTEXT_MAX = 500;
-const CLIENT_ID_RE = /^[A-Za-z0-9._:@-]{1,100}$/;
+export const CLIENT_ID_RE = /^[A-Za-z0-9._:@-]{1,100}$/;
 
 // No coercion: a number is not a string; null means "not given".
 export const createSessionSchema = Joi.object({

@@ -5,7 +5,7 @@ import type { Request, Response } from 'express';
 import type { SessionRow } from '../repositories/sessions';
 import { readCookie } from './csrf';
 
-export const CLAIM_COOKIE = 'kya_verify_claim';
+const CLAIM_COOKIE = 'kya_verify_claim';
 const VALUE_RE = /^[0-9A-Za-z]{20,64}$/;
 
 function cookiePath(sessionId: string): string {

@@ -4,7 +4,7 @@
 import type { Request, Response } from 'express';
 import { hmacSha256, randomBase62, safeEqual } from '../crypto';
 
-export const CSRF_COOKIE = 'kya_verify_csrf';
+const CSRF_COOKIE = 'kya_verify_csrf';
 const COOKIE_RE = /^[0-9A-Za-z]{20,64}$/;
 
 export function readCookie(req: Request, name: string): string | null {
@@ -33,9 +33,14 @@ export function issueCsrf(req: Request, res: Response, secret: string, sessionId
   return csrfToken(secret, sessionId, cookie);
 }
 
+/** Whether the form's `csrf` field is present and equals `expected` (compared in constant time). */
+export function presentedTokenMatches(req: Request, expected: string): boolean {
+  const presented = (req.body as Record<string, unknown> | undefined)?.csrf;
+  return typeof presented === 'string' && presented !== '' && safeEqual(presented, expected);
+}
+
 export function csrfValid(req: Request, secret: string, sessionId: string): boolean {
   const cookie = readCookie(req, CSRF_COOKIE);
-  const presented = (req.body as Record<string, unknown> | undefined)?.csrf;
-  if (!cookie || !COOKIE_RE.test(cookie) || typeof presented !== 'string') return false;
-  return safeEqual(presented, csrfToken(secret, sessionId, cookie));
+  if (!cookie || !COOKIE_RE.test(cookie)) return false;
+  return presentedTokenMatches(req, csrfToken(secret, sessionId, cookie));
 }

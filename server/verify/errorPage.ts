@@ -15,8 +15,12 @@ export function pageSurface(path: string): PageSurface | null {
   return null;
 }
 
-/** The verify page's headers: its own strict CSP (nonce'd style and script, forms only to this origin). */
-export function pageHeaders(res: Response, nonce: string): void {
+/**
+ * The verify page's headers: its own strict CSP (nonce'd style and script, forms only to this origin).
+ * Returns the page's fresh CSP nonce.
+ */
+export function pageHeaders(res: Response): string {
+  const nonce = crypto.randomBytes(16).toString('base64');
   res.setHeader(
     'Content-Security-Policy',
     `default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'; img-src 'self' data: https:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
@@ -24,6 +28,7 @@ export function pageHeaders(res: Response, nonce: string): void {
   res.setHeader('Cache-Control', 'no-store');
   res.setHeader('Referrer-Policy', 'no-referrer');
   res.type('html');
+  return nonce;
 }
 
 function wording(status: number, surface: PageSurface): { heading: string; text: string; id: string } {
@@ -50,8 +55,7 @@ function wording(status: number, surface: PageSurface): { heading: string; text:
 }
 
 export function sendErrorPage(res: Response, error: ApiError, surface: PageSurface): void {
-  const nonce = crypto.randomBytes(16).toString('base64');
-  pageHeaders(res, nonce);
+  const nonce = pageHeaders(res);
   const { heading, text: general, id } = wording(error.status, surface);
   // A 4xx names the fields that were refused (their names only: never the values sent).
   const fields = error.status < 500 ? (error.details ?? []).map((d) => `${d.field} ${d.message}`) : [];

@@ -1,7 +1,6 @@
 // The browser verification page (/verify/:id): identity step through the configured KYC
 // provider, optional wallet claim, and a clear page for every session state. Forms are plain POSTs with CSRF
 // tokens; the page carries its own strict CSP (nonce'd style and script, forms only to this origin).
-import crypto from 'node:crypto';
 import express, { Router, type Request, type Response } from 'express';
 import type { Deps } from '../deps';
 import { route } from '../http/asyncRoute';
@@ -59,8 +58,7 @@ export function verifyRouter(deps: Deps): Router {
 /** Common start of every handler: nonce + headers, session loaded (or a 404/410 page sent). */
 function page(ctx: VerifyContext, handler: PageHandler) {
   return route(async (req, res) => {
-    const nonce = crypto.randomBytes(16).toString('base64');
-    pageHeaders(res, nonce);
+    const nonce = pageHeaders(res);
     const session = await load(ctx, req, res, nonce);
     if (session) await handler(ctx, req, res, nonce, session);
   });

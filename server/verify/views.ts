@@ -34,7 +34,7 @@ export interface RequiredWallet {
  * The wallet a merchant's wallet-mode denial named: sessions opened from an assess verify_url carry it in
  * their context (`assess:verify_url:wallet:<network>:<address>`), so the page can ask for that wallet.
  */
-export function requiredWallet(session: SessionRow): RequiredWallet | null {
+function requiredWallet(session: SessionRow): RequiredWallet | null {
   const m = /^assess:verify_url:wallet:(evm|solana):([A-Za-z0-9]{20,64})$/.exec(session.context ?? '');
   return m ? { network: m[1] as 'evm' | 'solana', address: m[2] } : null;
 }
@@ -117,7 +117,7 @@ ${body}
 </html>`.value;
 }
 
-export function sandboxBanner(ctx: PageContext): SafeHtml | string {
+function sandboxBanner(ctx: PageContext): SafeHtml | string {
   if (!ctx.sandbox) return '';
   return html`<div class="sandbox" role="note" id="sandbox-banner"><strong>Test mode (sandbox)</strong>This is a demonstration: no real identity check takes place and nothing is sent to a verification provider. Do not enter real personal data; made-up details work.</div>`;
 }
@@ -203,7 +203,9 @@ export function identityForm(ctx: PageContext, values: Partial<Record<string, st
 
 /**
  * The wallet step, shown once the identity step succeeded (or when wallets are already linked): prove control
- * of a wallet by signing a message. Names the wallet a merchant's denial was about, when there is one.
+ * of a wallet by signing a message. Names the wallet a merchant's denial was about, when there is one. Its only
+ * caller (render() in router.ts) shows it only when this browser may claim (so the identity step is done) or
+ * wallets are linked.
  */
 export function walletSection(
   ctx: PageContext,
@@ -211,9 +213,8 @@ export function walletSection(
   wallets: OperatorWalletRow[],
   error: string | null,
   linked: boolean,
-): SafeHtml | string {
+): SafeHtml {
   const identityDone = ctx.session.status === 'verified' || ctx.session.status === 'consumed';
-  if (!identityDone && wallets.length === 0) return '';
   const list = wallets.length
     ? html`<p>Wallets linked to your verified identity:</p><ul class="wallets" id="linked-wallets">${wallets.map((w) => html`<li><code>${w.address}</code> (${w.network === 'evm' ? 'EVM' : 'Solana'})</li>`)}</ul>`
     : '';

@@ -206,10 +206,6 @@ export class WebhookService {
     return UUID_RE.test(endpointId) ? this.repo.listDeliveries({ accountId, endpointId, limit }) : [];
   }
 
-  async attempts(deliveryId: string) {
-    return this.repo.listAttempts({ deliveryId });
-  }
-
   async resend(accountId: string, deliveryId: string): Promise<boolean> {
     if (!UUID_RE.test(deliveryId)) return false;
     const row = await this.repo.resend({ accountId, id: deliveryId, now: this.now() });

@@ -1,6 +1,5 @@
 // Signing in to the dashboard: with an API key, or with a one-time link (GET shows a button, POST uses the link),
 // both limited per client address; and signing out.
-import crypto from 'node:crypto';
 import type { Request, Response, Router } from 'express';
 import { route } from '../../http/asyncRoute';
 import { csrfValid, issueCsrf } from '../../verify/csrf';
@@ -34,8 +33,7 @@ export function signInPages(router: Router, kit: DashboardKit): void {
     signIn: (body: unknown) => Promise<{ sessionId: string } | null>;
   }) {
     return route(async (req, res) => {
-      const nonce = crypto.randomBytes(16).toString('base64');
-      pageHeaders(res, nonce);
+      const nonce = pageHeaders(res);
       const csrf = issueCsrf(req, res, secret, options.csrfScope, secure, '/dashboard');
       if (!csrfValid(req, secret, options.csrfScope)) {
         res.status(403).send(options.render(nonce, csrf, options.expired));
@@ -59,8 +57,7 @@ export function signInPages(router: Router, kit: DashboardKit): void {
   router.get(
     '/dashboard/signin',
     route(async (req, res) => {
-      const nonce = crypto.randomBytes(16).toString('base64');
-      pageHeaders(res, nonce);
+      const nonce = pageHeaders(res);
       res.send(signInPage(nonce, issueCsrf(req, res, secret, 'dashboard-signin', secure, '/dashboard'), null));
     }),
   );
@@ -84,8 +81,7 @@ export function signInPages(router: Router, kit: DashboardKit): void {
   router.get(
     '/dashboard/login/:token',
     route(async (req, res) => {
-      const nonce = crypto.randomBytes(16).toString('base64');
-      pageHeaders(res, nonce);
+      const nonce = pageHeaders(res);
       res.send(linkPage(nonce, issueCsrf(req, res, secret, 'dashboard-link', secure, '/dashboard'), String(req.params.token), null));
     }),
   );
