@@ -253,8 +253,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     // assess
     operatorLookup: new OperatorLookupRepository(db),
     audit: new AuditRepository(db),
-    walletLists: new SanctionsWalletListsRepository(bulkDb),
-    nameLists: new SanctionsNameListsRepository(bulkDb),
+    walletLists: new SanctionsWalletListsRepository(db, bulkDb),
+    nameLists: new SanctionsNameListsRepository(db, bulkDb),
     // sessions
     refreshTokens: new RefreshTokensRepository(db),
     operators: new OperatorsRepository(db),

@@ -36,16 +36,16 @@ export interface NameListRecord {
 }
 
 export class SanctionsNameListsRepository {
-  /**
-   * `db`: the bulk pool in a deployment (see createDeps). Every query of the list table is background work (a
-   * refresh, a reload, storing or reading a whole list of megabytes), bounded generously, never on a request path.
-   */
-  constructor(private readonly db: Knex) {}
+  /** `bulk`: the pool for writing and reading whole lists (a longer statement bound); defaults to `db`. */
+  constructor(
+    private readonly db: Knex,
+    private readonly bulk: Knex = db,
+  ) {}
 
   /** Persists the list as the newest and prunes all but the newest few, in one transaction. */
   async save(input: { record: NameListRecord }, trx?: Knex.Transaction): Promise<number> {
     const { record } = input;
-    return (trx ?? this.db).transaction(async (tx) => {
+    return (trx ?? this.bulk).transaction(async (tx) => {
       const [row] = await tx('sanctions_name_lists')
         .insert({
           source: record.source,
@@ -64,15 +64,19 @@ export class SanctionsNameListsRepository {
     });
   }
 
-  async latestInfo(trx?: Knex.Transaction): Promise<StoredNameListInfo | undefined> {
-    return (trx ?? this.db)<StoredNameListInfo>('sanctions_name_lists')
+  /**
+   * The newest stored list's metadata. `background`: asked by a refresh that has just parsed a list (it runs on
+   * the bulk pool, whose connections wait out a busy process); otherwise on the pool that fails fast.
+   */
+  async latestInfo(input: { background?: boolean } = {}, trx?: Knex.Transaction): Promise<StoredNameListInfo | undefined> {
+    return (trx ?? (input.background ? this.bulk : this.db))<StoredNameListInfo>('sanctions_name_lists')
       .select('id', 'source', 'alt_source', 'sha256', 'published_at', 'loaded_at', 'checked_at', 'validators', 'entry_count')
       .orderBy('id', 'desc')
       .first();
   }
 
   async entries(input: { id: number }, trx?: Knex.Transaction): Promise<NameEntry[] | null> {
-    const row = await (trx ?? this.db)<{ id: number; entries: NameEntry[] | null }>('sanctions_name_lists').select('entries').where({ id: input.id }).first();
+    const row = await (trx ?? this.bulk)<{ id: number; entries: NameEntry[] | null }>('sanctions_name_lists').select('entries').where({ id: input.id }).first();
     return row?.entries ?? null;
   }
 

@@ -23,16 +23,16 @@ export interface StoredListRow extends StoredListInfo {
 }
 
 export class SanctionsWalletListsRepository {
-  /**
-   * `db`: the bulk pool in a deployment (see createDeps). Every query of the list table is background work (a
-   * refresh, a reload, storing or reading a whole list of megabytes), bounded generously, never on a request path.
-   */
-  constructor(private readonly db: Knex) {}
+  /** `bulk`: the pool for writing and reading whole lists (a longer statement bound); defaults to `db`. */
+  constructor(
+    private readonly db: Knex,
+    private readonly bulk: Knex = db,
+  ) {}
 
   /** Persists `list` as the newest and prunes all but the newest few, in one transaction. */
   async save(input: { list: WalletList }, trx?: Knex.Transaction): Promise<number> {
     const { list } = input;
-    return (trx ?? this.db).transaction(async (tx) => {
+    return (trx ?? this.bulk).transaction(async (tx) => {
       const [row] = await tx('sanctions_wallet_lists')
         .insert({
           source: list.meta.source,
@@ -54,8 +54,12 @@ export class SanctionsWalletListsRepository {
   }
 
   /** Metadata of the newest persisted list (cheap: no entries). */
-  async latestInfo(trx?: Knex.Transaction): Promise<StoredListInfo | undefined> {
-    return (trx ?? this.db)<StoredListRow>('sanctions_wallet_lists')
+  /**
+   * The newest stored list's metadata. `background`: asked by a refresh that has just parsed a list (it runs on
+   * the bulk pool, whose connections wait out a busy process); otherwise on the pool that fails fast.
+   */
+  async latestInfo(input: { background?: boolean } = {}, trx?: Knex.Transaction): Promise<StoredListInfo | undefined> {
+    return (trx ?? (input.background ? this.bulk : this.db))<StoredListRow>('sanctions_wallet_lists')
       .select('id', 'source', 'format', 'sha256', 'published_at', 'loaded_at', 'entry_count', 'checked_at')
       .orderBy('id', 'desc')
       .first();
@@ -68,6 +72,6 @@ export class SanctionsWalletListsRepository {
 
   /** The newest persisted list with its entries. */
   async latest(trx?: Knex.Transaction): Promise<StoredListRow | undefined> {
-    return (trx ?? this.db)<StoredListRow>('sanctions_wallet_lists').orderBy('id', 'desc').first();
+    return (trx ?? this.bulk)<StoredListRow>('sanctions_wallet_lists').orderBy('id', 'desc').first();
   }
 }

@@ -205,7 +205,7 @@ export class WalletSanctionsService {
    */
   private async persist(list: WalletList, force: boolean): Promise<void> {
     try {
-      const stored = await this.store.latestInfo();
+      const stored = await this.store.latestInfo({ background: true });
       if (force || stored?.sha256 !== list.meta.sha256 || stored.source !== list.meta.source) {
         this.currentId = await this.store.save({ list });
         await this.pubsub.publish(RELOAD_CHANNEL, String(this.currentId)).catch(() => undefined);

@@ -237,7 +237,7 @@ export class ScreeningService {
   private async persist(list: CurrentList): Promise<void> {
     const { source, altSource, sha256 } = list;
     try {
-      const stored = await this.store.latestInfo();
+      const stored = await this.store.latestInfo({ background: true });
       if (stored && stored.sha256 === sha256 && stored.source === source) {
         this.listId = stored.id;
         await this.store.touch({ id: stored.id, checkedAt: list.loadedAt });
